@@ -1,0 +1,147 @@
+"""The base class every algorithm derives from, and the per-run context it is given.
+
+An algorithm is a sequence of vectorised rounds. Each round plays its computation and
+communication phases on the simulator (``self.sim``) and does its math on client banks
+(``netsim.runtime.ClientBank``) with the arrays the phases return. The base class runs the
+schedule, evaluates the personalised models and records network accounting, collaboration
+matrices and realised links for the results contract.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from netsim.data import ClientData
+from netsim.models import BatchedModel
+from netsim.rng import Streams
+from netsim.runtime import ClientBank
+from netsim.sim.engine import ExchangeResult, Simulator, step_time_from_flops
+from netsim.sim.policy import Policy
+from netsim.schema import Field
+from topologies import build_topology
+
+
+@dataclass
+class Context:
+    """What an algorithm gets for one (algorithm, seed) run."""
+
+    cfg: dict                 # the resolved scenario
+    spec: dict                # the resolved algorithm spec: its params, label, train, policy
+    seed: int
+    streams: Streams
+    data: ClientData
+    model: BatchedModel
+    device: torch.device
+    recorder: Any             # netsim.runner.Recorder
+
+
+class Algorithm:
+    """One algorithm run: ``round(t)`` for t = 0..rounds-1, evaluated every ``eval_every`` rounds.
+
+    Subclasses set ``server = True`` when they run a server (the simulated network is then a
+    star of N clients around node N), implement ``round`` and ``personal_models`` and may
+    override ``collaboration``.
+    """
+
+    server: ClassVar[bool] = False
+    fields: ClassVar[dict[str, Field]] = {}
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.p = ctx.spec
+        self.train = ctx.spec["train"]
+        self.data = ctx.data
+        self.n = ctx.cfg["clients"]
+        self.device = ctx.device
+        self.sim = self._make_simulator()
+        self.policy = Policy(**ctx.spec["policy"])
+        self.gen = ctx.streams.torch("training", ctx.device)
+        self.rng = ctx.streams.numpy("algorithm")
+        compute = ctx.cfg["network"]["compute"]
+        self.step_time = (compute.get("step_time") or
+                          step_time_from_flops(ctx.model.flops_per_sample, self.train["batch_size"]))
+        self.links_log: list[np.ndarray] = []
+
+    # ------------------------------------------------------------------ construction
+    def _make_simulator(self) -> Simulator:
+        cfg = self.ctx.cfg
+        streams = self.ctx.streams
+        if self.server:
+            topo = build_topology({"name": "star"}, self.n + 1, streams.numpy("topology"))
+        else:
+            topo = build_topology(cfg["network"]["topology"], self.n, streams.numpy("topology"))
+        return Simulator(cfg["network"], topo, streams, trace=cfg["outputs"]["trace"])
+
+    def new_bank(self) -> ClientBank:
+        """A bank of N models; every algorithm of a seed starts from the same initial models."""
+        return ClientBank(self.ctx.model, self.n, self.device,
+                          self.ctx.streams.torch("init", self.device), task=self.data.task,
+                          loss_scale=self.data.loss_scale)
+
+    # ------------------------------------------------------------------ shared building blocks
+    def local_sgd(self, bank: ClientBank, steps: int, clients: torch.Tensor | None = None,
+                  prox: tuple[float, torch.Tensor] | None = None) -> None:
+        """``steps`` mini-batch SGD steps of the listed clients (all when None), batched."""
+        tr = self.train
+        for _ in range(steps):
+            x, y = self.data.sample_batch("train", tr["batch_size"], self.gen, clients)
+            bank.sgd_step(x, y, lr=tr["lr"], momentum=tr["momentum"],
+                          weight_decay=tr["weight_decay"], clip=tr["clip"], clients=clients,
+                          prox=prox)
+
+    def compute_phase(self, active: np.ndarray | None = None, start: np.ndarray | None = None,
+                      steps: int | None = None, deadline: float | None = None):
+        """Play local work of ``steps`` (default E) steps on the simulator; see Simulator.compute."""
+        n_nodes = self.sim.n
+        if active is not None and active.shape[0] < n_nodes:
+            active = np.r_[active, np.zeros(n_nodes - active.shape[0], bool)]
+        if start is not None and start.shape[0] < n_nodes:
+            start = np.r_[start, np.full(n_nodes - start.shape[0], self.sim.now)]
+        return self.sim.compute(self.train["local_steps"] if steps is None else steps,
+                                self.step_time, active=active, start=start, deadline=deadline)
+
+    def exchange(self, request: np.ndarray, nbytes, ready: np.ndarray | None = None,
+                 round_start: float | None = None) -> ExchangeResult:
+        """Send along ``request[dst, src]`` under this algorithm's receiver policy."""
+        return self.sim.exchange(request, nbytes, ready=ready, policy=self.policy,
+                                 round_start=round_start)
+
+    def log_links(self, delivered: np.ndarray) -> None:
+        """Record the realised client-to-client communication graph of this round."""
+        self.links_log.append(np.asarray(delivered[: self.n, : self.n], bool))
+
+    @staticmethod
+    def index(mask: np.ndarray, device) -> torch.Tensor:
+        """Client indices of a boolean mask as a LongTensor."""
+        return torch.as_tensor(np.flatnonzero(mask), dtype=torch.long, device=device)
+
+    # ------------------------------------------------------------------ to implement
+    def round(self, t: int) -> None:
+        raise NotImplementedError
+
+    def personal_models(self) -> torch.Tensor:
+        """The model each client uses, ``[N, d]``."""
+        raise NotImplementedError
+
+    def collaboration(self) -> np.ndarray | None:
+        """Row i = weights client i gives to the others (None where it has none)."""
+        return None
+
+    @classmethod
+    def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
+        """Raise ConfigError for impossible combinations of this algorithm with the scenario."""
+
+    # ------------------------------------------------------------------ the schedule
+    def run(self) -> None:
+        rec = self.ctx.recorder
+        rounds, every = self.ctx.cfg["schedule"]["rounds"], self.ctx.cfg["schedule"]["eval_every"]
+        rec.evaluate(self, 0)
+        for t in range(rounds):
+            self.round(t)
+            rec.network_row(self.sim.end_round())
+            if (t + 1) % every == 0 or t + 1 == rounds:
+                rec.evaluate(self, t + 1)
+            rec.advance()

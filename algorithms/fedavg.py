@@ -1,0 +1,162 @@
+"""Server-based baselines over the simulated star network: FedAvg, FedAvg+FT, FedProx, Oracle.
+
+A round (McMahan et al.; ALGORITHMS.md section 5): the server (node N) sends each sampled client
+its model; a client that received it starts its E local steps at the arrival time; clients that
+finish upload their models; the server averages what arrived before the receiver policy stops it,
+``w_k <- sum_i n_i x_i / sum_i n_i`` over the arrived clients of group k. FedAvg has one group;
+the Oracle has one per ground-truth cluster (cluster-wise FedAvg). With a deadline policy,
+stragglers past the deadline are left out of the aggregate.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from algorithms import register
+from algorithms.base import Algorithm
+from netsim.errors import ConfigError
+from netsim.schema import Field
+
+SERVER_FIELDS = {
+    "participation": Field("float", 1.0, "share of clients sampled per round", lo=0, hi=1,
+                           lo_open=True),
+    "weighting": Field("str", "data", "aggregation weights: training-set sizes or uniform",
+                       choices=("data", "uniform")),
+}
+
+
+class ServerAveraging(Algorithm):
+    """FedAvg with one server model per group of clients (groups given by ``groups()``)."""
+
+    server = True
+    fields = SERVER_FIELDS
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.bank = self.new_bank()
+        self.group = self.groups()
+        k = int(self.group.max()) + 1
+        self.onehot = torch.zeros(k, self.n, device=self.device)
+        self.onehot[torch.as_tensor(self.group), torch.arange(self.n)] = 1.0
+        sizes = self.data.n["train"].to(self.device, torch.float32)
+        self.weight = sizes if self.p["weighting"] == "data" else torch.ones_like(sizes)
+        self.server_models = self.bank.flat[:1].repeat(k, 1).clone()
+        self.m = max(1, int(round(self.p["participation"] * self.n)))
+
+    def groups(self) -> np.ndarray:
+        """Group id of each client; one server model per group."""
+        return np.zeros(self.n, int)
+
+    def prox(self) -> tuple[float, torch.Tensor] | None:
+        """FedProx's proximal anchor; None for plain FedAvg."""
+        return None
+
+    def round(self, t: int) -> None:
+        n, size = self.n, self.bank.size_bytes
+        t0 = self.sim.now
+        sampled = np.zeros(n, bool)
+        sampled[self.rng.choice(n, self.m, replace=False)] = True
+        down = np.zeros((n + 1, n + 1), bool)
+        down[:n, n] = sampled
+        got = self.exchange(down, size)
+        received = got.delivered[:n, n]
+        deadline = t0 + self.policy.deadline if self.policy.name == "deadline" else None
+        comp = self.compute_phase(active=received, start=got.arrival_time[:n, n], deadline=deadline)
+        done = comp.finished[:n]
+
+        idx = self.index(received, self.device)
+        self.bank.flat[idx] = self.server_models[torch.as_tensor(self.group)[idx.cpu()].to(self.device)]
+        self.bank.reset_momentum(idx)
+        self.local_sgd(self.bank, self.train["local_steps"], clients=self.index(done, self.device),
+                       prox=self.prox())
+
+        up = np.zeros((n + 1, n + 1), bool)
+        up[n, :n] = done
+        sent = self.exchange(up, size, ready=comp.finish_time, round_start=t0)
+        self.aggregate(torch.as_tensor(sent.delivered[n, :n], device=self.device))
+
+    def aggregate(self, arrived: torch.Tensor) -> None:
+        """``w_k <- sum_i a_ki n_i x_i / sum_i a_ki n_i`` over the arrived clients of group k."""
+        a = self.onehot * (self.weight * arrived)[None, :]
+        total = a.sum(1, keepdim=True)
+        has = total[:, 0] > 0
+        self.server_models[has] = (a[has] / total[has]) @ self.bank.flat
+
+    def personal_models(self) -> torch.Tensor:
+        return self.server_models[torch.as_tensor(self.group, device=self.device)]
+
+    def collaboration(self) -> np.ndarray:
+        a = (self.onehot * self.weight[None, :]).cpu().numpy()
+        w = a[self.group]
+        return w / w.sum(1, keepdims=True)
+
+
+@register("fedavg")
+class FedAvg(ServerAveraging):
+    """FedAvg: one global model, data-size weighted averaging of the clients' local models."""
+
+
+@register("oracle")
+class Oracle(ServerAveraging):
+    """Oracle: FedAvg inside each ground-truth cluster (block-diagonal collaboration)."""
+
+    def groups(self) -> np.ndarray:
+        cluster = np.asarray(self.data.cluster)
+        _, ids = np.unique(cluster, return_inverse=True)
+        return ids
+
+    @classmethod
+    def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
+        if cfg["data"]["partition"]["name"] in ("iid", "dirichlet", "pathological"):
+            raise ConfigError(f"{path}.name", "oracle", "a partition with ground-truth clusters",
+                              f"partition {cfg['data']['partition']['name']!r} has none")
+
+
+@register("fedprox")
+class FedProx(ServerAveraging):
+    """FedProx: local objective f_k(w) + mu/2 ||w - w^t||^2 (Li et al.), otherwise FedAvg."""
+
+    fields = {**SERVER_FIELDS, "mu": Field("float", 0.1, "proximal weight mu", lo=0)}
+
+    def prox(self) -> tuple[float, torch.Tensor]:
+        return self.p["mu"], self.personal_models()
+
+
+@register("fedavg_ft")
+class FedAvgFT(ServerAveraging):
+    """FedAvg, then every client fine-tunes the global model locally for the last rounds."""
+
+    fields = {**SERVER_FIELDS,
+              "finetune_rounds": Field("int", None, "rounds of local fine-tuning at the end "
+                                       "(default: a fifth of the rounds)", lo=1, nullable=True)}
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        rounds = ctx.cfg["schedule"]["rounds"]
+        self.ft = self.p["finetune_rounds"] or max(1, rounds // 5)
+        self.start_ft = rounds - self.ft
+        self.tuning = False
+
+    @classmethod
+    def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
+        ft = spec["finetune_rounds"]
+        if ft is not None and ft >= cfg["schedule"]["rounds"]:
+            raise ConfigError(f"{path}.finetune_rounds", ft,
+                              f"fewer than schedule.rounds = {cfg['schedule']['rounds']}")
+
+    def round(self, t: int) -> None:
+        if t < self.start_ft:
+            super().round(t)
+            return
+        if not self.tuning:
+            self.bank.flat.copy_(super().personal_models())
+            self.bank.reset_momentum()
+            self.tuning = True
+        done = self.compute_phase(active=self.sim.alive()).finished[: self.n]
+        self.local_sgd(self.bank, self.train["local_steps"], clients=self.index(done, self.device))
+
+    def personal_models(self) -> torch.Tensor:
+        return self.bank.flat if self.tuning else super().personal_models()
+
+    def collaboration(self) -> np.ndarray:
+        return np.eye(self.n) if self.tuning else super().collaboration()

@@ -1,0 +1,50 @@
+"""Shared round structure of the gossip baselines (SGP, D-PSGD).
+
+Per round every live node computes E local SGD steps on its de-biased model while it sends its
+pre-step state to its out-neighbours (the exchange starts at the round start, overlapping the
+computation). A mixing matrix ``D[i, j]`` (receiver-major) built from the realised links and the
+deliveries then combines the pre-step states, and each node adds its own local displacement:
+``z_i <- sum_j D_ij z_j + (x_i^{after} - x_i^{before})`` (Nedić–Olshevsky / D-PSGD form).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from algorithms.base import Algorithm
+from netsim.sim.engine import ExchangeResult
+
+
+class Gossip(Algorithm):
+    """Base class: ``mixing(result)`` turns an exchange into the receiver-major matrix D."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.bank = self.new_bank()
+        self.last_mixing = np.eye(self.n)
+
+    def requests(self, t: int) -> np.ndarray:
+        """``request[dst, src]``: the base graph's out-edges of every node."""
+        return self.sim.adjacency.T.copy()
+
+    def mixing(self, ex: ExchangeResult) -> np.ndarray:
+        raise NotImplementedError
+
+    def payload_bytes(self) -> float:
+        return float(self.bank.size_bytes)
+
+    def step(self, t: int) -> tuple[ExchangeResult, torch.Tensor]:
+        """Compute and exchange phases of round t; returns the exchange and each displacement."""
+        t0 = self.sim.now
+        comp = self.compute_phase(active=self.sim.alive())
+        done = comp.finished[: self.n]
+        before = self.bank.flat.clone()
+        self.local_sgd(self.bank, self.train["local_steps"], clients=self.index(done, self.device))
+        delta = self.bank.flat - before
+        ex = self.exchange(self.requests(t) & done[None, :], self.payload_bytes(),
+                           ready=np.full(self.n, t0))
+        self.log_links(ex.delivered)
+        return ex, delta
+
+    def collaboration(self) -> np.ndarray:
+        return self.last_mixing

@@ -1,0 +1,240 @@
+"""Node and edge failures: scripted outages and partitions, a mid-run crash, random churn.
+
+Section ``network.failures``::
+
+    scripted: [{kind: node, nodes: [..], t0, t1},          # nodes down during [t0, t1)
+               {kind: edge, edges: [[i, j], ..], t0, t1},  # directed edges cut during [t0, t1)
+               {kind: partition, groups: [[..], ..], t0, t1}]  # edges between groups cut
+    crash: {share, at}        # a share of nodes (drawn once) crashes for good at time ``at``
+    churn: {crash_rate, recover_rate, share}   # exponential up/down periods per churned node
+
+``t1: null`` means forever. In a partition, nodes listed in no group form one more group.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from netsim.errors import ConfigError
+from netsim.schema import Field, check_section
+
+KINDS = ("node", "edge", "partition")
+
+FAILURE_FIELDS = {
+    "scripted": Field("list", [], "scripted outages: items with kind node|edge|partition, t0, t1"),
+    "churn": Field("dict", None, "random churn {crash_rate, recover_rate, share}", nullable=True),
+    "crash": Field("dict", None, "permanent crash of a share of nodes {share, at}", nullable=True),
+}
+CHURN_FIELDS = {
+    "crash_rate": Field("float", 0.0, "crashes per simulated second of up time", lo=0.0),
+    "recover_rate": Field("float", 0.0, "recoveries per simulated second; 0 = permanent", lo=0.0),
+    "share": Field("float", 1.0, "fraction of nodes subject to churn (drawn once)", lo=0.0, hi=1.0),
+}
+CRASH_FIELDS = {
+    "share": Field("float", 0.5, "fraction of nodes that crash (drawn once)", lo=0.0, hi=1.0),
+    "at": Field("float", 0.0, "simulated time of the crash", lo=0.0),
+}
+_TIMES = {
+    "kind": Field("str", doc="node, edge or partition", choices=KINDS),
+    "t0": Field("float", 0.0, "start of the outage (simulated s)", lo=0.0),
+    "t1": Field("float", None, "end of the outage (exclusive); null = forever", lo=0.0,
+                nullable=True),
+}
+SCRIPTED_FIELDS = {
+    "node": {**_TIMES, "nodes": Field("list", doc="nodes down", item="int", lo=0)},
+    "edge": {**_TIMES, "edges": Field("list", doc="directed edges [i, j] cut")},
+    "partition": {**_TIMES, "groups": Field("list", doc="lists of nodes; cross-group edges cut")},
+}
+
+
+def _check_nodes(nodes: Any, path: str, n: int, pairs: bool = False) -> None:
+    """Raise ConfigError unless ``nodes`` lists node indices in [0, n) (or pairs of them)."""
+    try:
+        arr = np.asarray(nodes, dtype=object)
+    except ValueError:  # ragged nesting
+        arr = np.asarray([None], dtype=object)
+    shape_ok = arr.size == 0 or (arr.ndim == 2 and arr.shape[1] == 2 if pairs else arr.ndim == 1)
+    if not shape_ok or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < n
+                               for v in arr.flat):
+        what = "pairs [i, j] of node indices" if pairs else "node indices"
+        raise ConfigError(path, nodes, f"a list of {what} in [0, {n - 1}]")
+
+
+def _check_item(item: Any, path: str, n: int) -> dict:
+    """Validate one scripted outage."""
+    kind = item.get("kind") if isinstance(item, dict) else None
+    if kind not in KINDS:
+        raise ConfigError(f"{path}.kind", kind, "one of " + ", ".join(KINDS))
+    out = check_section(path, item, SCRIPTED_FIELDS[kind])
+    if out["t1"] is not None and out["t1"] < out["t0"]:
+        raise ConfigError(f"{path}.t1", out["t1"], f"a time >= t0 = {out['t0']} or null")
+    if kind == "node":
+        _check_nodes(out["nodes"], f"{path}.nodes", n)
+    elif kind == "edge":
+        _check_nodes(out["edges"], f"{path}.edges", n, pairs=True)
+    else:
+        for i, group in enumerate(out["groups"]):
+            _check_nodes(group, f"{path}.groups[{i}]", n)
+        flat = [v for group in out["groups"] for v in group]
+        if len(set(flat)) != len(flat):
+            raise ConfigError(f"{path}.groups", out["groups"], "disjoint groups of nodes")
+    return out
+
+
+def validate_failures(spec: Any, path: str, n: int) -> dict:
+    """Validate the ``network.failures`` section (missing -> no failures)."""
+    out = check_section(path, spec, FAILURE_FIELDS)
+    out["scripted"] = [_check_item(item, f"{path}.scripted[{i}]", n)
+                       for i, item in enumerate(out["scripted"])]
+    if out["churn"] is not None:
+        out["churn"] = check_section(f"{path}.churn", out["churn"], CHURN_FIELDS)
+    if out["crash"] is not None:
+        out["crash"] = check_section(f"{path}.crash", out["crash"], CRASH_FIELDS)
+    return out
+
+
+def _interval(item: dict) -> tuple[float, float]:
+    """(t0, t1) of a scripted item, t1 = inf when null."""
+    return item["t0"], np.inf if item["t1"] is None else item["t1"]
+
+
+class Churn:
+    """Alternating exponential up (rate crash_rate) and down (rate recover_rate) periods per node.
+
+    Nodes start up at t = 0. Outage k of node i is [start[i, k], end[i, k]); outages are generated
+    lazily, one vectorised column for all nodes per round, until every node's schedule is known
+    past the queried time (``known`` = end of the last outage; inf if it never crashes or recovers).
+    """
+
+    def __init__(self, n: int, rng: np.random.Generator, crash_rate: float, recover_rate: float,
+                 share: float):
+        self.rng = rng
+        churned = np.zeros(n, bool)
+        churned[rng.choice(n, int(round(share * n)), replace=False)] = True
+        self.crash_mean = np.full(n, np.inf)
+        if crash_rate > 0:
+            self.crash_mean[churned] = 1.0 / crash_rate
+        self.recover_mean = np.full(n, np.inf if recover_rate == 0 else 1.0 / recover_rate)
+        self.start = np.zeros((n, 0))
+        self.end = np.zeros((n, 0))
+        self.known = np.zeros(n)
+
+    def extend(self, t: float) -> None:
+        """Generate outages until every node's schedule is known beyond the finite time ``t``."""
+        starts, ends = [self.start], [self.end]
+        while (self.known <= t).any():
+            starts.append(self.known + self._exp(self.crash_mean))
+            ends.append(starts[-1] + self._exp(self.recover_mean))
+            self.known = ends[-1]
+        if len(starts) > 1:
+            self.start = np.column_stack(starts)
+            self.end = np.column_stack(ends)
+
+    def _exp(self, mean: np.ndarray) -> np.ndarray:
+        """Exponential draws with ``mean`` (inf means never)."""
+        finite = np.isfinite(mean)
+        return np.where(finite, self.rng.exponential(np.where(finite, mean, 1.0)), np.inf)
+
+    def down_overlapping(self, t0: float, t1: np.ndarray) -> np.ndarray:
+        """bool[n]: an outage meets [t0, t1_i] (t1_i = t0: down at t0; inf: ever after t0)."""
+        finite = np.isfinite(t1)
+        self.extend(float(np.max(t1[finite], initial=t0)))
+        hit = ((self.start <= t1[:, None]) & (self.end > t0)).any(axis=1)
+        return np.where(finite, hit, np.isfinite(self.crash_mean))
+
+    def events(self, t0: float, t1: float) -> list[tuple[float, str, int, int]]:
+        """Churn crashes and recoveries in [t0, t1) (t1 finite)."""
+        if not np.isfinite(t1):
+            raise ValueError("churn events need a finite end time")
+        self.extend(t1)
+        out = []
+        for times, kind in ((self.start, "crash"), (self.end, "recover")):
+            node, col = np.nonzero((times >= t0) & (times < t1))
+            out += [(float(times[i, k]), kind, int(i), -1) for i, k in zip(node, col)]
+        return out
+
+
+class FailureModel:
+    """Node liveness and scripted edge cuts over simulated time (see the module docstring)."""
+
+    def __init__(self, spec: dict, n: int, rng: np.random.Generator):
+        self.n = n
+        items = spec["scripted"]
+        self.node_items = [(np.asarray(it["nodes"], int), *_interval(it))
+                           for it in items if it["kind"] == "node"]
+        self.edge_items = [(np.asarray(it["edges"], int).reshape(-1, 2), *_interval(it))
+                           for it in items if it["kind"] == "edge"]
+        self.partitions = [(idx, self._labels(it["groups"]), *_interval(it))
+                           for idx, it in enumerate(items) if it["kind"] == "partition"]
+        self.crash_time = np.full(n, np.inf)
+        if spec["crash"] is not None:
+            chosen = rng.choice(n, int(round(spec["crash"]["share"] * n)), replace=False)
+            self.crash_time[chosen] = spec["crash"]["at"]
+        self.churn = Churn(n, rng, **spec["churn"]) if spec["churn"] is not None else None
+
+    def _labels(self, groups: list[list[int]]) -> np.ndarray:
+        """Group label per node; unlisted nodes share the label len(groups)."""
+        labels = np.full(self.n, len(groups))
+        for g, nodes in enumerate(groups):
+            labels[np.asarray(nodes, int)] = g
+        return labels
+
+    def alive_during(self, t0: float, t1: np.ndarray) -> np.ndarray:
+        """bool[n]: node i is up for the whole of [t0, t1_i]."""
+        t1 = np.broadcast_to(np.asarray(t1, float), (self.n,))
+        alive = ~(np.isfinite(self.crash_time) & (self.crash_time <= t1))
+        for nodes, a, b in self.node_items:
+            alive[nodes] &= ~((a <= t1[nodes]) & (b > t0))
+        if self.churn is not None:
+            alive &= ~self.churn.down_overlapping(t0, t1)
+        return alive
+
+    def alive(self, t: float) -> np.ndarray:
+        """bool[n]: node up at time t."""
+        return self.alive_during(t, np.full(self.n, float(t)))
+
+    def edges_up(self, t: float) -> np.ndarray:
+        """bool[n, n]: False for directed edges cut at t by a scripted edge outage or partition."""
+        up = np.ones((self.n, self.n), bool)
+        for edges, a, b in self.edge_items:
+            if a <= t < b:
+                up[edges[:, 0], edges[:, 1]] = False
+        for _, labels, a, b in self.partitions:
+            if a <= t < b:
+                up &= labels[:, None] == labels[None, :]
+        return up
+
+    def events_between(self, t0: float, t1: float) -> list[tuple[float, str, int, int]]:
+        """Events with time in [t0, t1), sorted: (time, kind, node or src, dst or -1).
+
+        Kinds: crash, recover, edge_down, edge_up, partition, heal (for partitions the third entry
+        is the index of the scripted item).
+        """
+        out: list[tuple[float, str, int, int]] = []
+
+        def add(time: float, kind: str, a: int, b: int) -> None:
+            if t0 <= time < t1:
+                out.append((float(time), kind, int(a), int(b)))
+
+        for nodes, a, b in self.node_items:
+            for i in nodes:
+                add(a, "crash", i, -1)
+                add(b, "recover", i, -1)
+        for edges, a, b in self.edge_items:
+            for i, j in edges:
+                add(a, "edge_down", i, j)
+                add(b, "edge_up", i, j)
+        for idx, _, a, b in self.partitions:
+            add(a, "partition", idx, -1)
+            add(b, "heal", idx, -1)
+        for i in np.flatnonzero(np.isfinite(self.crash_time)):
+            add(self.crash_time[i], "crash", i, -1)
+        if self.churn is not None:
+            out += self.churn.events(t0, t1)
+        return sorted(out)
+
+
+def make_failures(spec: dict, n: int, rng: np.random.Generator) -> FailureModel:
+    """Build the failure model of a validated ``network.failures`` spec."""
+    return FailureModel(spec, n, rng)

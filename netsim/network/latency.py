@@ -1,0 +1,127 @@
+"""Propagation delay (asymmetric base + per-message jitter) and per-node bandwidths.
+
+Jitter distributions are parametrised so that their MEAN is ``scale``:
+
+- ``none``: 0; ``constant``: scale;
+- ``uniform``: U[0, 2 scale];
+- ``exponential``: Exp with mean scale;
+- ``lognormal``: exp(mu + sigma Z) with mu = ln(scale) - sigma^2 / 2;
+- ``pareto``: Pareto(shape alpha > 1, x_m) with x_m = scale (alpha - 1) / alpha (mean alpha x_m /
+  (alpha - 1) = scale), sampled as x_m (1 + Lomax(alpha)).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from netsim.registry import Registry
+from netsim.schema import Field, check_section
+
+Sampler = Callable[[np.random.Generator, int], np.ndarray]
+JITTER = Registry("jitter distribution")
+
+_SCALE = {"scale": Field("float", 0.0, "mean jitter (simulated s)", lo=0.0)}
+
+
+@JITTER.register("none")
+def _none() -> Sampler:
+    """No jitter."""
+    return lambda rng, m: np.zeros(m)
+
+
+@JITTER.register("constant", _SCALE)
+def _constant(scale: float) -> Sampler:
+    """Always ``scale``."""
+    return lambda rng, m: np.full(m, scale)
+
+
+@JITTER.register("uniform", _SCALE)
+def _uniform(scale: float) -> Sampler:
+    """U[0, 2 scale]."""
+    return lambda rng, m: rng.uniform(0.0, 2.0 * scale, m)
+
+
+@JITTER.register("exponential", _SCALE)
+def _exponential(scale: float) -> Sampler:
+    """Exponential with mean ``scale``."""
+    return lambda rng, m: rng.exponential(scale, m)
+
+
+@JITTER.register("lognormal", {**_SCALE, "sigma": Field("float", 1.0, "log-scale std", lo=0.0)})
+def _lognormal(scale: float, sigma: float) -> Sampler:
+    """exp(ln(scale) - sigma^2/2 + sigma Z): mean ``scale``."""
+    if scale == 0:
+        return lambda rng, m: np.zeros(m)
+    mu = np.log(scale) - sigma**2 / 2
+    return lambda rng, m: rng.lognormal(mu, sigma, m)
+
+
+@JITTER.register("pareto", {**_SCALE, "alpha": Field("float", 2.5, "tail index (> 1)", lo=1.0,
+                                                     lo_open=True)})
+def _pareto(scale: float, alpha: float) -> Sampler:
+    """Pareto with shape ``alpha`` and x_m = scale (alpha-1)/alpha: mean ``scale``."""
+    x_m = scale * (alpha - 1) / alpha
+    return lambda rng, m: x_m * (1.0 + rng.pareto(alpha, m))
+
+
+LATENCY_FIELDS = {
+    "base": Field("range", 0.01, "propagation delay (s); [lo, hi] draws each ordered pair once",
+                  lo=0.0),
+    "jitter": Field("any", "none", "per-message jitter with mean scale: a name or {name: "
+                                   "none|constant|uniform|exponential|lognormal|pareto, scale, "
+                                   "sigma, alpha}"),
+    "bandwidth": Field("float", None, "uplink and downlink (bytes/s); null = infinite",
+                       lo=0.0, lo_open=True, nullable=True),
+    "uplink": Field("float", None, "uplink (bytes/s), overrides bandwidth; null = bandwidth",
+                    lo=0.0, lo_open=True, nullable=True),
+    "downlink": Field("float", None, "downlink (bytes/s), overrides bandwidth; null = bandwidth",
+                      lo=0.0, lo_open=True, nullable=True),
+    "bandwidth_spread": Field("float", 0.0, "sigma of a per-node lognormal bandwidth factor "
+                                            "(mean 1)", lo=0.0),
+}
+
+
+def validate_latency(spec: Any, path: str, n: int) -> dict:
+    """Validate ``network.latency`` (missing -> 0.01 s base, no jitter, infinite bandwidth)."""
+    out = check_section(path, spec, LATENCY_FIELDS)
+    out["jitter"] = JITTER.resolve(out["jitter"], f"{path}.jitter")
+    return out
+
+
+class LatencyModel:
+    """Asymmetric base delays drawn once, jitter per message, per-node up/down bandwidths."""
+
+    def __init__(self, spec: dict, n: int, rng: np.random.Generator):
+        self.rng, self.n = rng, n
+        base = spec["base"]
+        self.base = rng.uniform(base[0], base[1], (n, n)) if isinstance(base, list) \
+            else np.full((n, n), float(base))
+        np.fill_diagonal(self.base, 0.0)
+        jitter = {k: v for k, v in spec["jitter"].items() if k != "name"}
+        self.jitter_mean = jitter.get("scale", 0.0)
+        self._jitter = JITTER.get(spec["jitter"]["name"], "network.latency.jitter").obj(**jitter)
+        factor = np.exp(rng.normal(0.0, 1.0, n) * spec["bandwidth_spread"]
+                        - spec["bandwidth_spread"]**2 / 2)
+        self.uplink = self._rate(spec["uplink"], spec["bandwidth"], factor)
+        self.downlink = self._rate(spec["downlink"], spec["bandwidth"], factor)
+
+    @staticmethod
+    def _rate(value: float | None, bandwidth: float | None, factor: np.ndarray) -> np.ndarray:
+        """Per-node bytes/s: ``value`` or else ``bandwidth`` (inf if both null) times ``factor``."""
+        rate = value if value is not None else bandwidth
+        return factor * (np.inf if rate is None else rate)
+
+    def propagation(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """float[m]: base[src, dst] plus one jitter draw per message."""
+        src, dst = np.asarray(src, int), np.asarray(dst, int)
+        return self.base[src, dst] + self._jitter(self.rng, src.size).reshape(src.shape)
+
+    def mean_propagation(self) -> np.ndarray:
+        """float[n, n]: expected propagation delay base + mean jitter (0 on the diagonal)."""
+        return np.where(np.eye(self.n, dtype=bool), 0.0, self.base + self.jitter_mean)
+
+
+def make_latency(spec: dict, n: int, rng: np.random.Generator) -> LatencyModel:
+    """Build the latency model of a validated ``network.latency`` spec."""
+    return LatencyModel(spec, n, rng)

@@ -1,0 +1,179 @@
+"""Run a scenario: for each seed build the clients' data once, then run every algorithm on it.
+
+``run(scenario, seeds=None, out=None) -> Results`` is the one call behind ``netsim run``.
+Results are written while the run goes (see netsim.results); the summary table is printed at
+the end.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import netsim
+from netsim.config import Scenario
+from netsim.results import Results, ResultsWriter
+from netsim.rng import Streams
+
+
+class Recorder:
+    """Collects one (algorithm, seed) run's evaluations, network rows, W and links."""
+
+    def __init__(self, writer: ResultsWriter, label: str, seed: int, data, progress):
+        self.writer, self.label, self.seed, self.data = writer, label, seed, data
+        self.progress = progress
+        self.collab: list[np.ndarray] = []
+        self.collab_rounds: list[int] = []
+        self.final: dict[str, np.ndarray] = {}
+        self.sim_time = 0.0
+        self._eval = {s: data.full(s) for s in ("val", "test")}
+
+    def evaluate(self, alg, rnd: int) -> None:
+        """Evaluate every client's personalised model on its val and test split."""
+        flat = alg.personal_models()
+        rows = []
+        for split, (x, y, mask) in self._eval.items():
+            acc, loss = alg.bank.evaluate(x, y, mask, flat=flat)
+            acc_np = None if acc is None else acc.detach().cpu().numpy()
+            loss_np = loss.detach().cpu().numpy()
+            for i in range(alg.n):
+                rows.append((self.label, self.seed, rnd, alg.sim.now, i, split,
+                             None if acc_np is None else acc_np[i], loss_np[i]))
+            self.final[split] = acc_np if acc_np is not None else -loss_np
+            self.final[split + "_loss"] = loss_np
+        self.writer.add_metrics(rows)
+        w = alg.collaboration()
+        if w is not None:
+            self.collab.append(np.asarray(w, np.float32)[: alg.n, : alg.n])
+            self.collab_rounds.append(rnd)
+        self.sim_time = alg.sim.now
+
+    def network_row(self, row: dict) -> None:
+        self.writer.add_network([(self.label, self.seed, row["round"], row["sim_time"],
+                                  row["bytes_sent"], row["messages_sent"],
+                                  row["messages_delivered"], row["messages_dropped"],
+                                  row["mean_latency"], row["max_staleness"])])
+
+    def advance(self) -> None:
+        if self.progress is not None:
+            self.progress.update(1)
+
+    def finish(self, alg) -> None:
+        if self.collab:
+            self.writer.write_arrays("collab", self.label, self.seed, W=np.stack(self.collab),
+                                     rounds=np.asarray(self.collab_rounds))
+        if alg.links_log:
+            self.writer.write_arrays("links", self.label, self.seed,
+                                     delivered=np.stack(alg.links_log),
+                                     rounds=np.arange(len(alg.links_log)))
+        if alg.sim.trace is not None:
+            path = self.writer.dir / "trace" / f"{self.label}_seed{self.seed}.csv"
+            path.parent.mkdir(exist_ok=True)
+            alg.sim.trace.write_csv(path)
+
+
+def _bottom10(acc: np.ndarray) -> float:
+    """Mean accuracy of the worst 10% of clients (at least one client)."""
+    k = max(1, math.ceil(0.1 * acc.size))
+    return float(np.sort(acc)[:k].mean())
+
+
+def summarise(per_run: dict[str, dict[int, dict]], cfg: dict) -> dict:
+    """summary.json: final-round values per algorithm, mean over seeds, per-seed alongside."""
+    out = {}
+    local = next((lab for lab, a in zip(per_run, cfg["algorithms"]) if a["name"] == "local"), None)
+    for label, seeds in per_run.items():
+        per_seed = {}
+        for seed, r in seeds.items():
+            acc = r["test"]
+            improved = None
+            if local is not None and seed in per_run.get(local, {}):
+                improved = float(np.mean(acc > per_run[local][seed]["test"]))
+            per_seed[seed] = {"mean_accuracy": float(acc.mean()), "std_accuracy": float(acc.std()),
+                              "bottom10_accuracy": _bottom10(acc),
+                              "client_variance": float(acc.var()),
+                              "improved_over_local": improved, **r["net"]}
+        keys = next(iter(per_seed.values())).keys()
+        agg = {k: (None if any(v[k] is None for v in per_seed.values())
+                   else float(np.mean([v[k] for v in per_seed.values()]))) for k in keys}
+        out[label] = {"seeds": sorted(per_seed), **agg, "per_seed": per_seed}
+    return {"algorithms": out, "netsim_version": netsim.__version__, "scenario": cfg["name"]}
+
+
+def print_table(summary: dict, stream=sys.stdout) -> None:
+    """The end-of-run table: one line per algorithm."""
+    head = (f"{'algorithm':<14}{'mean':>8}{'bottom10':>10}{'var':>9}{'>local':>8}"
+            f"{'MB sent':>10}{'sim s':>10}{'wall s':>8}")
+    print(head, file=stream)
+    for label, s in summary["algorithms"].items():
+        imp = "" if s["improved_over_local"] is None else f"{s['improved_over_local']:.2f}"
+        print(f"{label:<14}{s['mean_accuracy']:>8.4f}{s['bottom10_accuracy']:>10.4f}"
+              f"{s['client_variance']:>9.4f}{imp:>8}{s['bytes_sent'] / 1e6:>10.2f}"
+              f"{s['sim_time']:>10.2f}{s['wall_time']:>8.1f}", file=stream)
+
+
+def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
+        out: str | Path | None = None, quiet: bool = False) -> Results:
+    """Validate and run a scenario for each seed; return the results folder read back."""
+    from algorithms import ALGORITHMS
+    from algorithms.base import Context
+    from netsim.data import build_client_data
+    from netsim.models import build_model
+    from netsim.runtime import resolve_device
+
+    if not isinstance(scenario, Scenario):
+        scenario = Scenario.load(scenario)
+    cfg = scenario.resolve()
+    seeds = [cfg["seed"]] if not seeds else list(seeds)
+    writer = ResultsWriter(out or cfg["outputs"]["dir"], {**cfg, "seeds": seeds})
+    device = resolve_device(cfg["device"])
+    per_run: dict[str, dict[int, dict]] = {a["label"]: {} for a in cfg["algorithms"]}
+    total = len(seeds) * len(cfg["algorithms"]) * cfg["schedule"]["rounds"]
+    progress = None
+    if cfg["outputs"]["progress"] and not quiet:
+        from tqdm import tqdm
+        progress = tqdm(total=total, desc=cfg["name"], unit="round", leave=False)
+    try:
+        for seed in seeds:
+            streams = Streams(seed, cfg["stream_seeds"])
+            data = build_client_data(cfg["data"], cfg["clients"], streams.numpy("data"), device)
+            if seed == seeds[0]:
+                writer.write_clients(np.asarray(data.cluster),
+                                     {s: data.n[s].cpu().numpy() for s in data.n}, data.group)
+            model = build_model(cfg["model"], data.input_shape, data.num_classes, data.task)
+            for spec in cfg["algorithms"]:
+                label = spec["label"]
+                if progress is not None:
+                    progress.set_postfix_str(f"{label} seed {seed}")
+                rec = Recorder(writer, label, seed, data, progress)
+                ctx = Context(cfg, spec, seed, streams, data, model, device, rec)
+                start = time.perf_counter()
+                alg = ALGORITHMS.get(spec["name"], "algorithms").obj(ctx)
+                alg.run()
+                wall = time.perf_counter() - start
+                rec.finish(alg)
+                hist = alg.sim.history
+                per_run[label][seed] = {
+                    "test": rec.final["test"],
+                    "net": {"bytes_sent": float(sum(h["bytes_sent"] for h in hist)),
+                            "messages_sent": int(sum(h["messages_sent"] for h in hist)),
+                            "messages_dropped": int(sum(h["messages_dropped"] for h in hist)),
+                            "sim_time": float(alg.sim.now), "wall_time": wall}}
+                done = {k: v for k, v in per_run.items() if v}
+                writer.write_summary(summarise(done, cfg))
+    finally:
+        if progress is not None:
+            progress.close()
+    summary = {**summarise(per_run, cfg), "backend": model.backend, "device": str(device)}
+    writer.write_summary(summary)
+    if cfg["outputs"]["figures"]:
+        from netsim.plot import write_run_figures
+        write_run_figures(writer.dir, data, pdf=cfg["outputs"]["pdf"])
+    if not quiet:
+        print_table(summary)
+        print(f"results: {writer.dir}")
+    return Results(writer.dir)

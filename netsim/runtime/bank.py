@@ -1,0 +1,235 @@
+"""ClientBank: the parameters of N clients stacked in one flat tensor, trained and evaluated in
+batched calls (no Python loop over clients).
+
+Differentiating through the loss (bilevel methods): :meth:`ClientBank.loss_fn` is a pure function
+of the parameter rows, so torch.func composes with it. With ``rows = bank.flat[c]`` (``[M, d]``)::
+
+    f = lambda r: bank.loss_fn(r, x, y, c).sum()      # clients are independent: sum = per-client
+    g = torch.func.grad(f)(rows)                       # [M, d] per-client gradients
+    _, hv = torch.func.jvp(torch.func.grad(f), (rows,), (v,))   # per-client Hessian @ v
+    _, vjp = torch.func.vjp(torch.func.grad(f), rows)             # vjp(u) = Hessian @ u too
+
+``bank.loss(x, y, c, flat=rows)`` with ``rows.requires_grad_()`` also works with plain autograd
+(``create_graph=True`` for double backward).
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from netsim.errors import ConfigError
+from netsim.models.base import BatchedModel, Params
+from netsim.runtime import resolve_device
+from netsim.runtime.mixing import Matrix, mix
+
+TASKS = ("classification", "regression")
+EVAL_MAX_ROWS = 16384  # client x sample rows per forward pass in evaluate (bounds memory)
+
+Clients = Tensor | None
+
+
+class ClientBank:
+    """Parameters of ``n`` clients as ``flat: Tensor[n, d]`` (float32) on ``device``.
+
+    ``same_init``: all clients start from one draw (standard in FL); otherwise independent draws.
+    ``loss_scale[n]`` multiplies each client's loss (default ones). ``clients`` arguments take a
+    LongTensor of distinct client indices or a bool mask ``[n]``; ``None`` means all clients.
+    A ``flat`` argument gives the ``[M, d]`` parameter rows to use for those clients instead of
+    the bank's own.
+    """
+
+    def __init__(self, model: BatchedModel, n: int, device: str | torch.device,
+                 gen: torch.Generator, task: str = "classification", same_init: bool = True,
+                 loss_scale: Tensor | None = None):
+        if task not in TASKS:
+            raise ConfigError("data.task", task, "one of " + ", ".join(TASKS))
+        self.model, self.n, self.task = model, int(n), task
+        self.device = resolve_device(device)
+        self._slices: dict[str, tuple[int, int, tuple]] = {}
+        offset = 0
+        for name, shape in model.shapes.items():
+            self._slices[name] = (offset, offset + math.prod(shape), tuple(shape))
+            offset += math.prod(shape)
+        self.d = offset
+        init = model.init(1 if same_init else self.n, gen, self.device)
+        rows = torch.cat([init[k].reshape(init[k].shape[0], -1) for k in model.shapes], 1)
+        self.flat = rows.to(torch.float32).expand(self.n, self.d).contiguous()
+        self.loss_scale = (torch.ones(self.n, device=self.device) if loss_scale is None
+                           else torch.as_tensor(loss_scale, dtype=torch.float32,
+                                                device=self.device).clone())
+        self._buf: Tensor | None = None  # momentum buffers [n, d], allocated on first use
+        self._has_buf = torch.zeros(self.n, dtype=torch.bool, device=self.device)
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of one client's model."""
+        return self.flat.element_size() * self.d
+
+    def params(self, flat: Tensor | None = None) -> Params:
+        """``{name: Tensor[M, *shape]}`` views into ``flat`` (default: the bank's)."""
+        rows = self.flat if flat is None else flat
+        return {k: rows[:, a:b].view(rows.shape[0], *shape)
+                for k, (a, b, shape) in self._slices.items()}
+
+    def _index(self, clients: Clients) -> Tensor | None:
+        if clients is None:
+            return None
+        clients = torch.as_tensor(clients, device=self.device)
+        return clients.nonzero().squeeze(1) if clients.dtype == torch.bool else clients.long()
+
+    def _rows(self, idx: Tensor | None, flat: Tensor | None) -> Tensor:
+        if flat is not None:
+            return flat
+        return self.flat if idx is None else self.flat[idx]
+
+    def _sample_losses(self, out: Tensor, y: Tensor) -> Tensor:
+        """Per-sample losses ``[M, B]`` of outputs ``[M, B, k]``."""
+        if self.task == "classification":
+            return F.cross_entropy(out.flatten(0, 1), y.flatten(),
+                                   reduction="none").view(y.shape)
+        if y.dim() == out.dim() - 1:
+            y = y.unsqueeze(-1)
+        return 0.5 * (out - y).pow(2).sum(-1)
+
+    def loss_fn(self, flat_rows: Tensor, x: Tensor, y: Tensor, clients: Clients = None) -> Tensor:
+        """Pure per-client mean loss ``[M]`` of parameter rows ``[M, d]`` on batches
+        ``x[M, B, ...]``, ``y[M, B(, k)]`` (``clients`` only selects the loss scales)."""
+        idx = self._index(clients)
+        scale = self.loss_scale if idx is None else self.loss_scale[idx]
+        out = self.model.forward(self.params(flat_rows), x)
+        return self._sample_losses(out, y).mean(1) * scale
+
+    def loss(self, x: Tensor, y: Tensor, clients: Clients = None,
+             flat: Tensor | None = None) -> Tensor:
+        """Per-client mean loss ``[M]``; differentiable w.r.t. ``flat`` if it requires grad."""
+        idx = self._index(clients)
+        return self.loss_fn(self._rows(idx, flat), x, y, idx)
+
+    def grad(self, x: Tensor, y: Tensor, clients: Clients = None,
+             flat: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """``(loss[M], grad[M, d])`` from one backward pass of the summed per-client losses."""
+        idx = self._index(clients)
+        rows = self._rows(idx, flat).detach().requires_grad_(True)
+        with torch.enable_grad():
+            loss = self.loss_fn(rows, x, y, idx)
+            (g,) = torch.autograd.grad(loss.sum(), rows)
+        return loss.detach(), g
+
+    def sgd_step(self, x: Tensor, y: Tensor, lr: float | Tensor, momentum: float = 0.0,
+                 weight_decay: float = 0.0, clip: float | None = None, clients: Clients = None,
+                 nesterov: bool = False, prox: tuple[float, Tensor] | None = None,
+                 extra_grad: Tensor | None = None) -> Tensor:
+        """One SGD step for the listed clients with ``torch.optim.SGD`` semantics; returns the
+        pre-step loss ``[M]``.
+
+        The direction is built as: data gradient, clipped per client to norm ``clip`` (as
+        ``clip_grad_norm_``: factor ``min(1, clip / (norm + 1e-6))``); ``+ extra_grad[M, d]``;
+        ``+ mu * (p - anchor[clients])`` for ``prox = (mu, anchor[N, d])``; ``+ weight_decay * p``;
+        then momentum ``buf = momentum * buf + d_p`` (``buf = d_p`` on a client's first step),
+        Nesterov ``d_p + momentum * buf``; ``p -= lr * step``. ``lr``: float or ``Tensor[M]``.
+        """
+        idx = self._index(clients)
+        p = self._rows(idx, None)
+        loss, g = self.grad(x, y, idx)
+        if clip is not None:
+            g = g * (clip / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0)
+        if extra_grad is not None:
+            g = g + extra_grad
+        if prox is not None:
+            mu, anchor = prox
+            g = g + mu * (p - (anchor if idx is None else anchor[idx]))
+        if weight_decay:
+            g = g.add(p, alpha=weight_decay)
+        if momentum:
+            buf = self._update_momentum(idx, g, momentum)
+            g = g.add(buf, alpha=momentum) if nesterov else buf
+        if isinstance(lr, Tensor):
+            lr = lr.to(self.flat).view(-1, 1)
+        if idx is None:
+            self.flat.sub_(lr * g)
+        else:
+            self.flat.index_copy_(0, idx, p - lr * g)
+        return loss
+
+    def _update_momentum(self, idx: Tensor | None, d_p: Tensor, momentum: float) -> Tensor:
+        if self._buf is None:
+            self._buf = torch.zeros_like(self.flat)
+        sel = slice(None) if idx is None else idx
+        buf = torch.where(self._has_buf[sel].unsqueeze(1), self._buf[sel] * momentum + d_p, d_p)
+        self._buf[sel] = buf
+        self._has_buf[sel] = True
+        return buf
+
+    def reset_momentum(self, clients: Clients = None) -> None:
+        """Forget the momentum of the listed clients (all by default)."""
+        sel = self._index(clients)
+        sel = slice(None) if sel is None else sel
+        self._has_buf[sel] = False
+        if self._buf is not None:
+            self._buf[sel] = 0.0
+
+    @torch.no_grad()
+    def evaluate(self, x: Tensor, y: Tensor, mask: Tensor, clients: Clients = None,
+                 flat: Tensor | None = None, chunk: int = 512) -> tuple[Tensor | None, Tensor]:
+        """``(accuracy[M] or None for regression, loss[M])`` over padded splits ``x[M, max_n, ...]``
+        with ``mask[M, max_n]`` marking real rows. Runs ``chunk`` samples per client at a time,
+        and at most ``EVAL_MAX_ROWS`` client x sample rows per forward pass. The loss is scaled
+        by ``loss_scale`` like :meth:`loss`."""
+        idx = self._index(clients)
+        params = self.params(self._rows(idx, flat))
+        m, max_n = mask.shape
+        step = max(1, min(chunk, max_n))
+        block = max(1, EVAL_MAX_ROWS // step)
+        loss_sum = torch.zeros(m, device=self.device)
+        correct = torch.zeros(m, device=self.device)
+        for s in range(0, max_n, step):
+            for a in range(0, m, block):
+                rows = slice(a, a + block)
+                out = self.model.forward({k: v[rows] for k, v in params.items()},
+                                         x[rows, s:s + step])
+                yy, mk = y[rows, s:s + step], mask[rows, s:s + step]
+                losses = self._sample_losses(out, yy)
+                loss_sum[rows] += torch.where(mk, losses, torch.zeros_like(losses)).sum(1)
+                if self.task == "classification":
+                    correct[rows] += ((out.argmax(-1) == yy) & mk).sum(1)
+        count = mask.sum(1).clamp(min=1)
+        scale = self.loss_scale if idx is None else self.loss_scale[idx]
+        acc = correct / count if self.task == "classification" else None
+        return acc, loss_sum / count * scale
+
+    def mix(self, W: Matrix) -> None:
+        """``flat <- W @ flat`` in place (``W`` dense/sparse ``[N, N]``; see :func:`mixing.mix`)."""
+        self.flat.copy_(mix(W, self.flat))
+
+    def set_rows(self, clients: Clients, values: Tensor) -> None:
+        """Overwrite the listed clients' parameters with ``values`` (``[M, d]`` or ``[d]``)."""
+        idx = self._index(clients)
+        self.flat[slice(None) if idx is None else idx] = values.to(self.flat)
+
+    def copy(self) -> ClientBank:
+        """An independent bank with copies of the parameters and momentum buffers."""
+        new = copy.copy(self)
+        new.flat = self.flat.clone()
+        new.loss_scale = self.loss_scale.clone()
+        new._buf = None if self._buf is None else self._buf.clone()
+        new._has_buf = self._has_buf.clone()
+        return new
+
+    def state_dict(self) -> dict:
+        """CPU copies of the parameters and momentum state (for checkpoints)."""
+        return {"flat": self.flat.cpu().clone(),
+                "momentum": None if self._buf is None else self._buf.cpu().clone(),
+                "has_momentum": self._has_buf.cpu().clone()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        if tuple(state["flat"].shape) != (self.n, self.d):
+            raise ValueError(f"checkpoint holds {tuple(state['flat'].shape)} parameters, "
+                             f"bank has {(self.n, self.d)}")
+        self.flat.copy_(state["flat"])
+        self._buf = None if state["momentum"] is None else state["momentum"].to(self.flat).clone()
+        self._has_buf.copy_(state["has_momentum"])

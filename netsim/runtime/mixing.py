@@ -1,0 +1,62 @@
+"""Gossip / aggregation mixing ``X <- W @ X`` over stacked client parameters, and weight helpers.
+
+:func:`mix` multiplies dense ``W`` as is, except when ``N >= SPARSE_MIN_N`` and at most
+``SPARSE_MAX_DENSITY`` of its entries are non-zero: then it converts to CSR and uses a sparse
+matmul. Measured on 2 CPU cores with d = 4000 (conversion included): at N = 1000 CSR takes
+14-28 ms against 47-49 ms dense for densities 1-5 %, while at N <= 300 dense always wins
+(0.5-6 ms against 5-17 ms) and at density >= 10 % dense wins or ties. A ``W`` that is already a
+torch sparse tensor (COO or CSR) is used as is.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import torch
+from torch import Tensor
+
+SPARSE_MIN_N = 1000
+SPARSE_MAX_DENSITY = 0.05
+
+Matrix = Tensor | np.ndarray
+
+
+def mix(W: Matrix, X: Tensor) -> Tensor:
+    """``W @ X`` for ``W: [N, N]`` (dense/sparse torch, or numpy) and ``X: [N, d]``."""
+    if isinstance(W, np.ndarray):
+        W = torch.from_numpy(W)
+    W = W.to(device=X.device, dtype=X.dtype)
+    if W.layout == torch.strided and W.shape[0] >= SPARSE_MIN_N and \
+            torch.count_nonzero(W).item() <= SPARSE_MAX_DENSITY * W.numel():
+        with warnings.catch_warnings():  # "sparse CSR support is in beta"
+            warnings.simplefilter("ignore", UserWarning)
+            return W.to_sparse_csr() @ X
+    return W @ X
+
+
+def rows_normalise(W: Matrix) -> Matrix:
+    """Scale each row to sum 1; an all-zero row becomes the identity row (the client keeps its
+    own model). Returns the same type as ``W`` (torch dense or numpy)."""
+    as_numpy = isinstance(W, np.ndarray)
+    T = torch.from_numpy(W) if as_numpy else W
+    T = T.to(torch.promote_types(T.dtype, torch.float32))
+    s = T.sum(1, keepdim=True)
+    out = torch.where(s != 0, T / torch.where(s != 0, s, torch.ones_like(s)),
+                      torch.eye(T.shape[0], dtype=T.dtype, device=T.device))
+    return out.numpy() if as_numpy else out
+
+
+def metropolis_weights(adj: Matrix) -> Matrix:
+    """Metropolis-Hastings weights of the undirected graph ``adj | adj.T`` (diagonal ignored):
+    ``W_ij = 1 / (1 + max(deg_i, deg_j))`` on edges, ``W_ii = 1 - sum_j W_ij``. Symmetric and
+    doubly stochastic. Returns float64 numpy for numpy input, float32 torch for torch input."""
+    as_numpy = isinstance(adj, np.ndarray)
+    A = torch.from_numpy(np.asarray(adj)) if as_numpy else adj
+    A = A.to(torch.bool)
+    A = (A | A.T) & ~torch.eye(A.shape[0], dtype=torch.bool, device=A.device)
+    dtype = torch.float64 if as_numpy else torch.float32
+    deg = A.sum(1).to(dtype)
+    W = torch.where(A, 1.0 / (1.0 + torch.maximum(deg[:, None], deg[None, :])),
+                    torch.zeros((), dtype=dtype, device=A.device))
+    W = W + torch.diag(1.0 - W.sum(1))
+    return W.numpy() if as_numpy else W

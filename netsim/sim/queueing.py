@@ -1,0 +1,46 @@
+"""FIFO queueing of messages on a node's uplink or downlink, computed as cumulative sums.
+
+For messages of one queue sorted by order of entry with entry times ``a_k`` and service times
+``s_k`` the FIFO completion times obey ``f_k = max(a_k, f_{k-1}) + s_k``, whose closed form is
+``f_k = S_k + max_{j<=k} (a_j - S_{j-1})`` with ``S_k = s_1 + ... + s_k``. Both the cumulative sum
+and the running maximum are taken per queue in one vectorised pass.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _group_starts(groups: np.ndarray) -> np.ndarray:
+    """Index of the first element of each element's group (``groups`` sorted)."""
+    first = np.r_[True, groups[1:] != groups[:-1]]
+    return np.maximum.accumulate(np.where(first, np.arange(groups.size), 0))
+
+
+def grouped_cumsum(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Inclusive cumulative sum restarting at every new value of the sorted ``groups``."""
+    if values.size == 0:
+        return values.astype(float)
+    total = np.cumsum(values, dtype=float)
+    start = _group_starts(groups)
+    before = np.r_[0.0, total][start]
+    return total - before
+
+
+def grouped_cummax(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Running maximum restarting at every new value of the sorted ``groups``."""
+    if values.size == 0:
+        return values.astype(float)
+    finite = values[np.isfinite(values)]
+    span = (finite.max() - finite.min() + 1.0) if finite.size else 1.0
+    rank = np.cumsum(np.r_[0, groups[1:] != groups[:-1]])
+    lifted = values + rank * span
+    return np.maximum.accumulate(lifted) - rank * span
+
+
+def fifo_finish(entry: np.ndarray, service: np.ndarray, queue: np.ndarray) -> np.ndarray:
+    """Completion times of FIFO queues; messages must be sorted by (queue, order of entry)."""
+    if entry.size == 0:
+        return entry.astype(float)
+    s_cum = grouped_cumsum(service, queue)
+    head = grouped_cummax(entry - (s_cum - service), queue)
+    return s_cum + head
