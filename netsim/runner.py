@@ -70,6 +70,10 @@ class Recorder:
             self.writer.write_arrays("links", self.label, self.seed,
                                      delivered=np.stack(alg.links_log),
                                      rounds=np.arange(len(alg.links_log)))
+        if alg.sim.peer_history:
+            self.writer.write_arrays("accounting", self.label, self.seed,
+                                     peers=np.stack(alg.sim.peer_history),
+                                     bytes_sent=np.stack(alg.sim.bytes_history))
         if alg.sim.trace is not None:
             path = self.writer.dir / "trace" / f"{self.label}_seed{self.seed}.csv"
             path.parent.mkdir(exist_ok=True)
@@ -104,8 +108,9 @@ def summarise(per_run: dict[str, dict[int, dict]], cfg: dict) -> dict:
     return {"algorithms": out, "netsim_version": netsim.__version__, "scenario": cfg["name"]}
 
 
-def print_table(summary: dict, stream=sys.stdout) -> None:
+def print_table(summary: dict, stream=None) -> None:
     """The end-of-run table: one line per algorithm."""
+    stream = stream or sys.stdout
     head = (f"{'algorithm':<14}{'mean':>8}{'bottom10':>10}{'var':>9}{'>local':>8}"
             f"{'MB sent':>10}{'sim s':>10}{'wall s':>8}")
     print(head, file=stream)
@@ -162,7 +167,8 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
                     "net": {"bytes_sent": float(sum(h["bytes_sent"] for h in hist)),
                             "messages_sent": int(sum(h["messages_sent"] for h in hist)),
                             "messages_dropped": int(sum(h["messages_dropped"] for h in hist)),
-                            "sim_time": float(alg.sim.now), "wall_time": wall}}
+                            "sim_time": float(alg.sim.now), "wall_time": wall,
+                            "engine_share": alg.sim.wall_time / wall}}
                 done = {k: v for k, v in per_run.items() if v}
                 writer.write_summary(summarise(done, cfg))
     finally:

@@ -67,6 +67,8 @@ class Field:
             raise ConfigError(path, value, self.allowed())
         bad = ConfigError(path, value, self.allowed())
         k = self.kind
+        if k in ("int", "float", "range"):
+            value = _number_text(value)
         if k == "any":
             return value
         if k == "bool":
@@ -123,6 +125,19 @@ class Field:
             raise bad
         if self.choices and v not in self.choices:
             raise bad
+
+
+def _number_text(value: Any) -> Any:
+    """YAML 1.1 reads ``1e7`` and ``1.0e7`` as strings; accept them (and lists of them) as numbers."""
+    if isinstance(value, str):
+        try:
+            num = float(value)
+        except ValueError:
+            return value
+        return int(num) if num.is_integer() and "e" not in value.lower() and "." not in value else num
+    if isinstance(value, (list, tuple)):
+        return [_number_text(v) for v in value]
+    return value
 
 
 def check_section(path: str, data: Any, fields: Mapping[str, Field],

@@ -33,15 +33,22 @@ def _max_diff(bank, refs, rows=None):
                for name, p in ref.state_dict().items())
 
 
-@pytest.mark.parametrize("spec, shape", [({"name": "mlp", "hidden": [16]}, (8, 8)),
-                                         ("cnn", (1, 8, 8)), ("lenet5", (1, 28, 28))])
-def test_sgd_matches_reference_loop(spec, shape):
-    bank = _bank(spec, shape, same_init=False)
-    refs = [bank.model.reference({k: v[i] for k, v in bank.params().items()}) for i in range(N)]
+# LeNet-5 runs in float64: in float32 the 1e-8 rounding differences between batched and
+# per-client kernels flip a near-tie in a max-pool / ReLU after ~15 steps (a 4e-4 jump in one
+# gradient entry), a genuine discontinuity rather than a bank error.
+@pytest.mark.parametrize("spec, shape, dtype", [
+    ({"name": "mlp", "hidden": [16]}, (8, 8), torch.float32),
+    ("cnn", (1, 8, 8), torch.float32),
+    ("lenet5", (1, 28, 28), torch.float64)])
+def test_sgd_matches_reference_loop(spec, shape, dtype):
+    bank = _bank(spec, shape, same_init=False, dtype=dtype)
+    refs = [bank.model.reference({k: v[i] for k, v in bank.params().items()}).to(dtype)
+            for i in range(N)]
     opts = [torch.optim.SGD(r.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
             for r in refs]
     for step in range(20):
         x, y = _batch(shape, seed=step)
+        x = x.to(dtype)
         loss = bank.sgd_step(x, y, lr=0.05, momentum=0.9, weight_decay=1e-4)
         for i, (ref, opt) in enumerate(zip(refs, opts)):
             opt.zero_grad()
@@ -86,8 +93,11 @@ def test_subset_update_leaves_others_untouched(as_mask):
     bank.sgd_step(x, y, lr=0.1, momentum=0.9)
     fresh.sgd_step(x, y, lr=0.1, momentum=0.9)
     torch.testing.assert_close(bank.flat[[0, 2]], fresh.flat[[0, 2]], atol=0, rtol=0)
-    bank.reset_momentum(chosen)
-    assert not bank._has_buf[chosen].any() and bank._has_buf[[0, 2]].all()
+    bank.reset_momentum(chosen)  # the next momentum step of these is a plain SGD step
+    plain = bank.copy()
+    bank.sgd_step(x[chosen], y[chosen], lr=0.1, momentum=0.9, clients=chosen)
+    plain.sgd_step(x[chosen], y[chosen], lr=0.1, clients=chosen)
+    torch.testing.assert_close(bank.flat, plain.flat, atol=0, rtol=0)
 
 
 def _logreg_grad(bank, x, y):
@@ -116,6 +126,7 @@ def test_prox_clip_and_extra_grad_match_hand_computation():
     torch.testing.assert_close(grad, _logreg_grad(bank, x, y), atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 def test_mix_with_known_matrix_dense_sparse_numpy():
     bank = _bank()
     bank.set_rows(None, torch.arange(N * bank.d, dtype=torch.float32).view(N, bank.d))
@@ -177,11 +188,12 @@ def test_regression_loss_and_loss_scale():
     assert acc is None
     torch.testing.assert_close(loss, expected)
     # gradient of the quadratic: scale * (x - mean(y))
-    _, g = bank.grad(x, y, clients=torch.tensor([3, 1]))
+    _, g = bank.grad(x[[3, 1]], y[[3, 1]], clients=torch.tensor([3, 1]))
     torch.testing.assert_close(g, bank.loss_scale[[3, 1], None]
                                * (torch.tensor([1.0, -1.0]) - y[[3, 1]].mean(1)))
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")  # inside torch.func.jvp
 def test_hessian_vector_product_closed_form():
     bank = _bank(same_init=False)
     x, y = _batch((6,))

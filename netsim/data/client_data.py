@@ -54,7 +54,8 @@ def client_splits(indices: list[np.ndarray], val_fraction: float, test_fraction:
                   max_samples: int | None, rng: np.random.Generator) -> dict[str, list[np.ndarray]]:
     """Shuffle each client's samples, cap them at ``max_samples``, and cut them into
     ``floor(val_fraction n)`` validation and ``floor(test_fraction n)`` test samples, the rest for
-    training. Raises ConfigError naming the first client left without a training sample."""
+    training (with val_fraction + test_fraction < 1, every non-empty client keeps a training
+    sample). Raises ConfigError naming the first client without samples."""
     out: dict[str, list[np.ndarray]] = {s: [] for s in SPLITS}
     for i, idx in enumerate(indices):
         idx = rng.permutation(idx)[:max_samples]

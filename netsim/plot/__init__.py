@@ -4,6 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from netsim.plot.curves import plot_accuracy, plot_collaboration
+from netsim.plot.timeline import plot_timeline
+from netsim.sim.trace import read_trace
 
 
 def write_run_figures(run_dir: str | Path, data=None, pdf: bool = False) -> list[Path]:
@@ -19,6 +21,8 @@ def write_run_figures(run_dir: str | Path, data=None, pdf: bool = False) -> list
         alg, seed = f.stem.rsplit("_seed", 1)
         w = res.arrays("collab", alg, int(seed))["W"][-1]
         out += plot_collaboration(w, fig_dir / f"collab_{f.stem}.png", f"{alg} (seed {seed})", pdf)
+    for f in sorted((res.dir / "trace").glob("*.csv")):
+        out += plot_timeline(read_trace(f), 1, fig_dir / f"timeline_{f.stem}.png", pdf)
     if data is not None:
         from netsim.plot.partition import plot_partition
         out.append(plot_partition(data, fig_dir / "partition.png"))

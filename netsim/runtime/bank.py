@@ -33,7 +33,8 @@ Clients = Tensor | None
 
 
 class ClientBank:
-    """Parameters of ``n`` clients as ``flat: Tensor[n, d]`` (float32) on ``device``.
+    """Parameters of ``n`` clients as ``flat: Tensor[n, d]`` (``dtype``, float32 by default) on
+    ``device``.
 
     ``same_init``: all clients start from one draw (standard in FL); otherwise independent draws.
     ``loss_scale[n]`` multiplies each client's loss (default ones). ``clients`` arguments take a
@@ -44,7 +45,7 @@ class ClientBank:
 
     def __init__(self, model: BatchedModel, n: int, device: str | torch.device,
                  gen: torch.Generator, task: str = "classification", same_init: bool = True,
-                 loss_scale: Tensor | None = None):
+                 loss_scale: Tensor | None = None, dtype: torch.dtype = torch.float32):
         if task not in TASKS:
             raise ConfigError("data.task", task, "one of " + ", ".join(TASKS))
         self.model, self.n, self.task = model, int(n), task
@@ -57,12 +58,11 @@ class ClientBank:
         self.d = offset
         init = model.init(1 if same_init else self.n, gen, self.device)
         rows = torch.cat([init[k].reshape(init[k].shape[0], -1) for k in model.shapes], 1)
-        self.flat = rows.to(torch.float32).expand(self.n, self.d).contiguous()
-        self.loss_scale = (torch.ones(self.n, device=self.device) if loss_scale is None
-                           else torch.as_tensor(loss_scale, dtype=torch.float32,
-                                                device=self.device).clone())
+        self.flat = rows.to(dtype).expand(self.n, self.d).contiguous()
+        self.loss_scale = (torch.ones(self.n, dtype=dtype, device=self.device)
+                           if loss_scale is None else
+                           torch.as_tensor(loss_scale, dtype=dtype, device=self.device).clone())
         self._buf: Tensor | None = None  # momentum buffers [n, d], allocated on first use
-        self._has_buf = torch.zeros(self.n, dtype=torch.bool, device=self.device)
 
     @property
     def size_bytes(self) -> int:
@@ -98,10 +98,11 @@ class ClientBank:
     def loss_fn(self, flat_rows: Tensor, x: Tensor, y: Tensor, clients: Clients = None) -> Tensor:
         """Pure per-client mean loss ``[M]`` of parameter rows ``[M, d]`` on batches
         ``x[M, B, ...]``, ``y[M, B(, k)]`` (``clients`` only selects the loss scales)."""
-        idx = self._index(clients)
+        return self._loss_of(self.params(flat_rows), x, y, self._index(clients))
+
+    def _loss_of(self, params: Params, x: Tensor, y: Tensor, idx: Tensor | None) -> Tensor:
         scale = self.loss_scale if idx is None else self.loss_scale[idx]
-        out = self.model.forward(self.params(flat_rows), x)
-        return self._sample_losses(out, y).mean(1) * scale
+        return self._sample_losses(self.model.forward(params, x), y).mean(1) * scale
 
     def loss(self, x: Tensor, y: Tensor, clients: Clients = None,
              flat: Tensor | None = None) -> Tensor:
@@ -111,13 +112,16 @@ class ClientBank:
 
     def grad(self, x: Tensor, y: Tensor, clients: Clients = None,
              flat: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """``(loss[M], grad[M, d])`` from one backward pass of the summed per-client losses."""
+        """``(loss[M], grad[M, d])`` from one backward pass of the summed per-client losses
+        (taken w.r.t. the per-parameter views, then concatenated: cheaper than slicing a flat
+        leaf, whose backward zero-fills and adds a ``[M, d]`` tensor per parameter)."""
         idx = self._index(clients)
-        rows = self._rows(idx, flat).detach().requires_grad_(True)
+        params = {k: v.detach().requires_grad_(True)
+                  for k, v in self.params(self._rows(idx, flat)).items()}
         with torch.enable_grad():
-            loss = self.loss_fn(rows, x, y, idx)
-            (g,) = torch.autograd.grad(loss.sum(), rows)
-        return loss.detach(), g
+            loss = self._loss_of(params, x, y, idx)
+            grads = torch.autograd.grad(loss.sum(), list(params.values()))
+        return loss.detach(), torch.cat([g.flatten(1) for g in grads], 1)
 
     def sgd_step(self, x: Tensor, y: Tensor, lr: float | Tensor, momentum: float = 0.0,
                  weight_decay: float = 0.0, clip: float | None = None, clients: Clients = None,
@@ -145,8 +149,7 @@ class ClientBank:
         if weight_decay:
             g = g.add(p, alpha=weight_decay)
         if momentum:
-            buf = self._update_momentum(idx, g, momentum)
-            g = g.add(buf, alpha=momentum) if nesterov else buf
+            g = self._update_momentum(idx, g, momentum, nesterov)
         if isinstance(lr, Tensor):
             lr = lr.to(self.flat).view(-1, 1)
         if idx is None:
@@ -155,22 +158,24 @@ class ClientBank:
             self.flat.index_copy_(0, idx, p - lr * g)
         return loss
 
-    def _update_momentum(self, idx: Tensor | None, d_p: Tensor, momentum: float) -> Tensor:
+    def _update_momentum(self, idx: Tensor | None, d_p: Tensor, momentum: float,
+                         nesterov: bool) -> Tensor:
+        """``buf = momentum * buf + d_p``; buffers of clients without history are zero, which
+        gives PyTorch's ``buf = d_p`` on the first step. Returns the step direction."""
         if self._buf is None:
             self._buf = torch.zeros_like(self.flat)
-        sel = slice(None) if idx is None else idx
-        buf = torch.where(self._has_buf[sel].unsqueeze(1), self._buf[sel] * momentum + d_p, d_p)
-        self._buf[sel] = buf
-        self._has_buf[sel] = True
-        return buf
+        if idx is None:
+            buf = self._buf.mul_(momentum).add_(d_p)
+        else:
+            buf = self._buf[idx].mul_(momentum).add_(d_p)
+            self._buf.index_copy_(0, idx, buf)
+        return d_p.add(buf, alpha=momentum) if nesterov else buf
 
     def reset_momentum(self, clients: Clients = None) -> None:
         """Forget the momentum of the listed clients (all by default)."""
-        sel = self._index(clients)
-        sel = slice(None) if sel is None else sel
-        self._has_buf[sel] = False
+        idx = self._index(clients)
         if self._buf is not None:
-            self._buf[sel] = 0.0
+            self._buf[slice(None) if idx is None else idx] = 0.0
 
     @torch.no_grad()
     def evaluate(self, x: Tensor, y: Tensor, mask: Tensor, clients: Clients = None,
@@ -184,8 +189,8 @@ class ClientBank:
         m, max_n = mask.shape
         step = max(1, min(chunk, max_n))
         block = max(1, EVAL_MAX_ROWS // step)
-        loss_sum = torch.zeros(m, device=self.device)
-        correct = torch.zeros(m, device=self.device)
+        loss_sum = torch.zeros(m, dtype=self.flat.dtype, device=self.device)
+        correct = torch.zeros(m, dtype=self.flat.dtype, device=self.device)
         for s in range(0, max_n, step):
             for a in range(0, m, block):
                 rows = slice(a, a + block)
@@ -216,14 +221,12 @@ class ClientBank:
         new.flat = self.flat.clone()
         new.loss_scale = self.loss_scale.clone()
         new._buf = None if self._buf is None else self._buf.clone()
-        new._has_buf = self._has_buf.clone()
         return new
 
     def state_dict(self) -> dict:
         """CPU copies of the parameters and momentum state (for checkpoints)."""
         return {"flat": self.flat.cpu().clone(),
-                "momentum": None if self._buf is None else self._buf.cpu().clone(),
-                "has_momentum": self._has_buf.cpu().clone()}
+                "momentum": None if self._buf is None else self._buf.cpu().clone()}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what :meth:`state_dict` returned."""
@@ -232,4 +235,3 @@ class ClientBank:
                              f"bank has {(self.n, self.d)}")
         self.flat.copy_(state["flat"])
         self._buf = None if state["momentum"] is None else state["momentum"].to(self.flat).clone()
-        self._has_buf.copy_(state["has_momentum"])

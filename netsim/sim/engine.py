@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import time
+from functools import wraps
+
 import networkx as nx
 import numpy as np
 import simpy
@@ -36,6 +39,18 @@ REFERENCE_FLOPS = 1.0e10
 def step_time_from_flops(flops_per_sample: float, batch_size: int) -> float:
     """Simulated seconds of one local SGD step on the reference device."""
     return 3.0 * flops_per_sample * batch_size / REFERENCE_FLOPS
+
+
+def _timed(method):
+    """Accumulate the wall-clock seconds spent inside the engine in ``self.wall_time``."""
+    @wraps(method)
+    def inner(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self.wall_time += time.perf_counter() - start
+    return inner
 
 
 @dataclass
@@ -118,9 +133,11 @@ class Simulator:
         self._book = _RoundBook()
         self.history: list[dict] = []
         self.peer_history: list[np.ndarray] = []                 # per round: peers accepted per node
+        self.bytes_history: list[np.ndarray] = []                # per round: bytes sent per node
         self._last_round = np.full((n, n), -1, int)               # newest copy received [dst, src]
         self._pending = _Pending()
         self._traced_until = 0.0
+        self.wall_time = 0.0                                      # engine's own wall-clock cost
 
     # ------------------------------------------------------------------ time and state
     @property
@@ -150,6 +167,7 @@ class Simulator:
         self._traced_until = self.now
 
     # ------------------------------------------------------------------ compute phase
+    @_timed
     def compute(self, steps, step_time: float, active: np.ndarray | None = None,
                 start: np.ndarray | None = None, deadline: float | None = None) -> ComputeResult:
         """Play the local work of every active node (``steps`` local steps of ``step_time`` s).
@@ -184,17 +202,21 @@ class Simulator:
                              active & ~survives, end)
 
     # ------------------------------------------------------------------ exchange phase
+    @_timed
     def exchange(self, request: np.ndarray, nbytes, ready: np.ndarray | None = None,
                  policy: Policy | None = None, round_start: float | None = None) -> ExchangeResult:
         """Send one message along every requested edge ``request[dst, src]``.
 
         ``nbytes``: message size (scalar or ``[dst, src]`` array); ``ready[src]``: when each
-        sender can start sending (default now); ``policy``: receiver policy (default the
+        sender starts sending (default now; it may lie before now when the messages were sent
+        while an earlier phase of the round was still being played, e.g. an upload right after
+        a node's own compute finished); ``policy``: receiver policy (default the
         scenario's); ``round_start``: origin of a deadline (default now).
         """
         n, now = self.n, self.now
         policy = policy or self.policy
-        ready = np.full(n, now) if ready is None else np.maximum(now, np.asarray(ready, float))
+        ready = np.full(n, now) if ready is None else np.asarray(ready, float)
+        ready = np.where(np.isfinite(ready), ready, now)
         request = np.asarray(request, bool) & ~np.eye(n, dtype=bool)
         size = np.broadcast_to(np.asarray(nbytes, float), (n, n))
         link_up = self.links_now() & request
@@ -342,6 +364,7 @@ class Simulator:
                "max_staleness": book.max_staleness}
         self.history.append(row)
         self.peer_history.append(self._round_peers.sum(axis=1))
+        self.bytes_history.append(self._round_bytes.copy())
         self.round += 1
         self._book = _RoundBook(start_time=self.now)
         self._round_bytes[:] = 0.0

@@ -58,3 +58,11 @@ class Trace:
 
     def __len__(self) -> int:
         return sum(len(b) for b in self._blocks)
+
+
+def read_trace(path: str | Path) -> np.ndarray:
+    """A trace CSV read back as the float array of :meth:`Trace.array`."""
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))[1:]
+    return np.array([[float(t), _CODE[k], float(s), float(d), float(b), float(r)]
+                     for t, k, s, d, b, r in rows]).reshape(-1, 6)

@@ -1,0 +1,99 @@
+"""One training step (sample, forward, backward, SGD update) for N clients: the batched
+ClientBank against a per-client ``nn.Module`` loop with ``torch.optim.SGD``, in the same run.
+
+    python benchmarks/bench_step.py [--quick] [--device auto|cpu|cuda]
+
+MLP (64 hidden) on 8x8 digits-shaped inputs and LeNet-5 on 1x28x28, batch 32, SGD with momentum
+0.9, N in {10, 100, 1000}. Prints ms per step (median of repeats after warm-up) and speedups.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from netsim.models import auto_backend, build_model
+from netsim.runtime import ClientBank, resolve_device
+
+BATCH, LOCAL, CLASSES, LR, MOMENTUM = 32, 64, 10, 0.05, 0.9
+
+
+def _time(step: Callable[[], None], device: torch.device, repeats: int, budget_s: float) -> float:
+    """Median ms per call after one warm-up call; stops early once ``budget_s`` is spent."""
+    def run() -> float:
+        start = time.perf_counter()
+        step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        return (time.perf_counter() - start) * 1e3
+
+    run()
+    times, spent = [], 0.0
+    while len(times) < repeats and (len(times) < 3 or spent < budget_s * 1e3):
+        times.append(run())
+        spent += times[-1]
+    return statistics.median(times)
+
+
+def _batched_step(spec: dict, shape: tuple, n: int, device: torch.device,
+                  X: torch.Tensor, Y: torch.Tensor, gen: torch.Generator) -> Callable[[], None]:
+    model = build_model(spec, shape, CLASSES, "classification", device=device)
+    bank = ClientBank(model, n, device, torch.Generator().manual_seed(0))
+    rows = torch.arange(n, device=device)[:, None]
+
+    def step() -> None:
+        idx = torch.randint(0, LOCAL, (n, BATCH), generator=gen, device=device)
+        bank.sgd_step(X[rows, idx], Y[rows, idx], lr=LR, momentum=MOMENTUM)
+    return step
+
+
+def _loop_step(spec: dict, shape: tuple, n: int, device: torch.device,
+               X: torch.Tensor, Y: torch.Tensor, gen: torch.Generator) -> Callable[[], None]:
+    model = build_model(spec, shape, CLASSES, "classification", device=device)
+    params = model.init(n, torch.Generator().manual_seed(0), device)
+    nets = [model.reference({k: v[i] for k, v in params.items()}).to(device) for i in range(n)]
+    opts = [torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM) for net in nets]
+
+    def step() -> None:
+        for i, (net, opt) in enumerate(zip(nets, opts)):
+            idx = torch.randint(0, LOCAL, (BATCH,), generator=gen, device=device)
+            opt.zero_grad()
+            F.cross_entropy(net(X[i, idx]), Y[i, idx]).backward()
+            opt.step()
+    return step
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repeats, no N=1000 LeNet")
+    ap.add_argument("--device", default="auto")
+    args = ap.parse_args()
+    device = resolve_device(args.device)
+    repeats, budget = (5, 1.0) if args.quick else (15, 5.0)
+    cases = [("mlp", {"name": "mlp", "hidden": [64]}, (1, 8, 8), (10, 100, 1000), ["bmm"]),
+             ("lenet5", {"name": "lenet5"}, (1, 28, 28),
+              (10, 100) if args.quick else (10, 100, 1000), ["auto", "loop", "vmap", "grouped"])]
+    print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"batch {BATCH}; auto conv backend here: {auto_backend(device)}")
+    print(f"{'model':8} {'N':>5} {'backend':>14} {'batched ms':>11} {'loop ms':>10} {'speedup':>8}")
+    for label, spec, shape, sizes, backends in cases:
+        for n in sizes:
+            gen = torch.Generator(device=device).manual_seed(1)
+            X = torch.randn(n, LOCAL, *shape, generator=gen, device=device)
+            Y = torch.randint(0, CLASSES, (n, LOCAL), generator=gen, device=device)
+            loop_ms = _time(_loop_step(spec, shape, n, device, X, Y, gen), device, repeats, budget)
+            for backend in backends:
+                full = spec if backend == "bmm" else {**spec, "backend": backend}
+                ms = _time(_batched_step(full, shape, n, device, X, Y, gen), device, repeats,
+                           budget)
+                name = f"auto->{auto_backend(device)}" if backend == "auto" else backend
+                print(f"{label:8} {n:5d} {name:>14} {ms:11.2f} {loop_ms:10.2f} "
+                      f"{loop_ms / ms:7.1f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
