@@ -1,5 +1,12 @@
-"""Algorithm registry: one module per algorithm, registered under the name used in scenarios."""
+"""Algorithm registry: one module per algorithm, registered under the name used in scenarios.
+
+Every module of this package is imported on first use of the package, so adding an algorithm
+is adding a module with a ``@register("name")`` class (see the README, "Adding an algorithm").
+"""
 from __future__ import annotations
+
+import importlib
+import pkgutil
 
 from netsim.registry import Registry
 
@@ -13,4 +20,5 @@ def register(name: str):
     return deco
 
 
-from algorithms import fedavg, local, sgp, dpsgd  # noqa: E402,F401  (registration)
+for _mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    importlib.import_module(f"{__name__}.{_mod}")

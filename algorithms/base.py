@@ -76,9 +76,10 @@ class Algorithm:
         return Simulator(cfg["network"], topo, streams, trace=cfg["outputs"]["trace"])
 
     def new_bank(self) -> ClientBank:
-        """A bank of N models; every algorithm of a seed starts from the same initial models."""
+        """A bank of N models; every algorithm of a seed starts from the same initial models
+        (drawn on the CPU, so CPU and CUDA runs start alike)."""
         return ClientBank(self.ctx.model, self.n, self.device,
-                          self.ctx.streams.torch("init", self.device), task=self.data.task,
+                          self.ctx.streams.torch("init", "cpu"), task=self.data.task,
                           loss_scale=self.data.loss_scale)
 
     # ------------------------------------------------------------------ shared building blocks

@@ -13,7 +13,7 @@ import torch
 from algorithms import register
 from algorithms.gossip import Gossip
 from netsim.errors import ConfigError
-from netsim.runtime.mixing import metropolis_weights
+from netsim.runtime.mixing import metropolis_weights, mix as mix_rows
 
 
 @register("dpsgd")
@@ -41,7 +41,7 @@ class DPSGD(Gossip):
         self.last_mixing = d
         before = self.bank.flat - delta
         mix = torch.as_tensor(d, dtype=before.dtype, device=self.device)
-        self.bank.flat.copy_(mix @ before + delta)
+        self.bank.flat.copy_(mix_rows(mix, before) + delta)
 
     def personal_models(self) -> torch.Tensor:
         return self.bank.flat

@@ -18,6 +18,7 @@ import torch
 
 from algorithms import register
 from algorithms.gossip import Gossip
+from netsim.runtime.mixing import mix as mix_rows
 from netsim.schema import Field
 from topologies.generators import exponential_peer
 
@@ -31,7 +32,7 @@ def push_sum_weights(link_up: np.ndarray) -> np.ndarray:
 
 def push_sum_step(z: torch.Tensor, w: torch.Tensor, mix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """One push-sum combination ``z <- D z``, ``w <- D w`` with D = P masked by delivery."""
-    return mix @ z, mix @ w
+    return mix_rows(mix, z), mix_rows(mix, w)
 
 
 @register("sgp")

@@ -22,21 +22,28 @@ from netsim.runtime import ClientBank, resolve_device
 BATCH, LOCAL, CLASSES, LR, MOMENTUM = 32, 64, 10, 0.05, 0.9
 
 
-def _time(step: Callable[[], None], device: torch.device, repeats: int, budget_s: float) -> float:
-    """Median ms per call after one warm-up call; stops early once ``budget_s`` is spent."""
-    def run() -> float:
+def _measure(steps: dict[str, Callable[[], None]], device: torch.device, repeats: int,
+             budget_s: float) -> dict[str, float]:
+    """Median ms per call of each step after one warm-up call each. Rounds interleave the steps
+    so that background load hits all of them alike; at least 3 rounds, then stop at ``repeats``
+    or once ``budget_s`` is spent."""
+    def run(step: Callable[[], None]) -> float:
         start = time.perf_counter()
         step()
         if device.type == "cuda":
             torch.cuda.synchronize()
         return (time.perf_counter() - start) * 1e3
 
-    run()
-    times, spent = [], 0.0
-    while len(times) < repeats and (len(times) < 3 or spent < budget_s * 1e3):
-        times.append(run())
-        spent += times[-1]
-    return statistics.median(times)
+    for step in steps.values():
+        run(step)
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    spent = 0.0
+    while (rounds := len(times[next(iter(steps))])) < repeats and \
+            (rounds < 3 or spent < budget_s * 1e3):
+        for name, step in steps.items():
+            times[name].append(run(step))
+            spent += times[name][-1]
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def _batched_step(spec: dict, shape: tuple, n: int, device: torch.device,
@@ -71,28 +78,33 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats, no N=1000 LeNet")
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
-    repeats, budget = (5, 1.0) if args.quick else (15, 5.0)
+    repeats, budget = (5, 2.0) if args.quick else (21, 20.0)
     cases = [("mlp", {"name": "mlp", "hidden": [64]}, (1, 8, 8), (10, 100, 1000), ["bmm"]),
              ("lenet5", {"name": "lenet5"}, (1, 28, 28),
-              (10, 100) if args.quick else (10, 100, 1000), ["auto", "loop", "vmap", "grouped"])]
+              (10, 100) if args.quick else (10, 100, 1000), ["loop", "vmap", "grouped"])]
     print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"batch {BATCH}; auto conv backend here: {auto_backend(device)}")
-    print(f"{'model':8} {'N':>5} {'backend':>14} {'batched ms':>11} {'loop ms':>10} {'speedup':>8}")
+          f"batch {BATCH}, SGD momentum {MOMENTUM}; auto conv backend: {auto_backend(device)}")
+    print(f"{'model':8} {'N':>5} {'backend':>12} {'batched ms':>11} {'loop ms':>10} {'speedup':>8}")
     for label, spec, shape, sizes, backends in cases:
         for n in sizes:
             gen = torch.Generator(device=device).manual_seed(1)
             X = torch.randn(n, LOCAL, *shape, generator=gen, device=device)
             Y = torch.randint(0, CLASSES, (n, LOCAL), generator=gen, device=device)
-            loop_ms = _time(_loop_step(spec, shape, n, device, X, Y, gen), device, repeats, budget)
-            for backend in backends:
-                full = spec if backend == "bmm" else {**spec, "backend": backend}
-                ms = _time(_batched_step(full, shape, n, device, X, Y, gen), device, repeats,
-                           budget)
-                name = f"auto->{auto_backend(device)}" if backend == "auto" else backend
-                print(f"{label:8} {n:5d} {name:>14} {ms:11.2f} {loop_ms:10.2f} "
-                      f"{loop_ms / ms:7.1f}x", flush=True)
+            names = {b: f"{b} (auto)" if b == auto_backend(device) else b for b in backends}
+            steps = {"nn.Module loop": _loop_step(spec, shape, n, device, X, Y, gen)}
+            steps.update({names[b]: _batched_step(spec if b == "bmm" else {**spec, "backend": b},
+                                                  shape, n, device, X, Y, gen)
+                          for b in backends})
+            ms = _measure(steps, device, repeats, budget)
+            loop_ms = ms.pop("nn.Module loop")
+            for name, t in ms.items():
+                print(f"{label:8} {n:5d} {name:>12} {t:11.2f} {loop_ms:10.2f} "
+                      f"{loop_ms / t:7.1f}x", flush=True)
 
 
 if __name__ == "__main__":

@@ -149,7 +149,8 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
             if seed == seeds[0]:
                 writer.write_clients(np.asarray(data.cluster),
                                      {s: data.n[s].cpu().numpy() for s in data.n}, data.group)
-            model = build_model(cfg["model"], data.input_shape, data.num_classes, data.task)
+            model = build_model(cfg["model"], data.input_shape, data.num_classes, data.task,
+                                device=device)
             for spec in cfg["algorithms"]:
                 label = spec["label"]
                 if progress is not None:

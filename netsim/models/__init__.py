@@ -2,8 +2,9 @@
 
 ``build_model(spec, input_shape, num_classes, task, device="auto")`` returns a
 :class:`~netsim.models.base.BatchedModel`. Convolutional models take ``backend: auto | loop |
-vmap | grouped``; ``auto`` is a fixed rule (``vmap`` on CUDA, ``loop`` on CPU, where the per-client
-``conv2d`` loop beats ``vmap`` for small CNNs) so that a config and device give the same numbers.
+vmap | grouped``; ``auto`` is a fixed rule (``vmap`` on CUDA, ``loop`` on CPU, where running the
+convolutional trunk client by client beats ``vmap`` and grouped convolutions for small CNNs) so
+that a config and a device always give the same backend, hence the same numbers.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from netsim.runtime import resolve_device
 
 TASKS = ("classification", "regression")
 
-__all__ = ["MODELS", "BACKENDS", "BatchedModel", "SequentialModel", "build_model", "auto_backend"]
+__all__ = ["MODELS", "BACKENDS", "BatchedModel", "SequentialModel", "build_model",
+           "auto_backend"]
 
 
 def auto_backend(device: str | torch.device) -> str:

@@ -2,8 +2,9 @@
 
 A :class:`BatchedModel` computes M clients' outputs in one call from stacked parameters
 ``{name: Tensor[M, *shape]}``. :class:`SequentialModel` is a chain of :class:`Layer` objects, each
-knowing its single-client functional form (``single``, used by ``vmap``), its batched form
-(``batched``) and its ``torch.nn`` twin (``module``, used only by tests as the reference).
+knowing its single-client functional form (``single``: used by ``vmap`` and by the ``loop``
+trunk), its all-clients form (``batched``) and its ``torch.nn`` twin (``module``, used only by
+tests as the independent reference).
 """
 from __future__ import annotations
 
@@ -36,15 +37,20 @@ class BatchedModel:
         return sum(math.prod(s) for s in self.shapes.values())
 
     def init(self, n: int, gen: torch.Generator, device: str | torch.device) -> Params:
-        """PyTorch-default init (U(-1/sqrt(fan_in), 1/sqrt(fan_in))), independent per client.
+        """PyTorch-default init (U(-1/sqrt(fan_in), 1/sqrt(fan_in))), independent per client;
+        parameters with bound 0 start at zero.
 
         Draws happen on ``gen``'s device (so results do not depend on ``device``), in
         ``shapes`` order, then move to ``device``.
         """
         out = {}
         for name, shape in self.shapes.items():
+            bound = self.init_bound[name]
+            if bound == 0:
+                out[name] = torch.zeros((n, *shape), device=device)
+                continue
             u = torch.rand((n, *shape), generator=gen, device=gen.device)
-            out[name] = ((2.0 * u - 1.0) * self.init_bound[name]).to(device)
+            out[name] = ((2.0 * u - 1.0) * bound).to(device)
         return out
 
     def forward(self, params: Params, x: Tensor) -> Tensor:
@@ -57,7 +63,7 @@ class BatchedModel:
 
 
 class Layer:
-    """One stage of a per-client network. ``bind`` fixes the input shape and returns the output's."""
+    """One stage of a per-client network; ``bind`` fixes the input shape, returns the output's."""
 
     name: str = ""
     params: dict[str, tuple] = {}
@@ -71,7 +77,7 @@ class Layer:
         """One client: ``x: [B, ...]``."""
         raise NotImplementedError
 
-    def batched(self, p: Params, x: Tensor, backend: str) -> Tensor:
+    def batched(self, p: Params, x: Tensor) -> Tensor:
         """All clients: ``x: [M, B, ...]``; elementwise layers reuse ``single``."""
         return self.single(p, x)
 
@@ -107,7 +113,7 @@ class View(Layer):
     def single(self, p: Params, x: Tensor) -> Tensor:
         return x.reshape(x.shape[0], *self.target)
 
-    def batched(self, p: Params, x: Tensor, backend: str) -> Tensor:
+    def batched(self, p: Params, x: Tensor) -> Tensor:
         return x.reshape(x.shape[0], x.shape[1], *self.target)
 
     def module(self) -> nn.Module:
@@ -134,7 +140,7 @@ class MaxPool(Layer):
     def single(self, p: Params, x: Tensor) -> Tensor:
         return F.max_pool2d(x, 2)
 
-    def batched(self, p: Params, x: Tensor, backend: str) -> Tensor:
+    def batched(self, p: Params, x: Tensor) -> Tensor:
         return F.max_pool2d(x.flatten(0, 1), 2).unflatten(0, x.shape[:2])
 
     def module(self) -> nn.Module:
@@ -157,7 +163,7 @@ class Dense(Layer):
     def single(self, p: Params, x: Tensor) -> Tensor:
         return F.linear(x, p[f"{self.name}.weight"], p[f"{self.name}.bias"])
 
-    def batched(self, p: Params, x: Tensor, backend: str) -> Tensor:
+    def batched(self, p: Params, x: Tensor) -> Tensor:
         # (W x^T + b)^T rather than x W^T + b: the weight gradient then comes out contiguous
         # (no copies when gradients are flattened), about 1.4x faster per MLP step on CPU.
         w, b = p[f"{self.name}.weight"], p[f"{self.name}.bias"]
@@ -168,8 +174,7 @@ class Dense(Layer):
 
 
 class Conv(Layer):
-    """2-D convolution (stride 1). Batched backends: ``loop`` (one ``conv2d`` per client,
-    stacked) or ``grouped`` (one grouped ``conv2d`` with the clients as groups)."""
+    """2-D convolution (stride 1); batched as one grouped ``conv2d`` with the clients as groups."""
 
     def __init__(self, name: str, out: int, kernel: int, padding: int = 0):
         self.name, self.out, self.kernel, self.padding = name, out, kernel, padding
@@ -190,12 +195,9 @@ class Conv(Layer):
     def single(self, p: Params, x: Tensor) -> Tensor:
         return F.conv2d(x, p[f"{self.name}.weight"], p[f"{self.name}.bias"], padding=self.padding)
 
-    def batched(self, p: Params, x: Tensor, backend: str) -> Tensor:
+    def batched(self, p: Params, x: Tensor) -> Tensor:
         w, b = p[f"{self.name}.weight"], p[f"{self.name}.bias"]
         m, bsz = x.shape[:2]
-        if backend == "loop":
-            return torch.stack([F.conv2d(x[i], w[i], b[i], padding=self.padding)
-                                for i in range(m)])
         xg = x.transpose(0, 1).reshape(bsz, m * self.cin, *x.shape[3:])
         y = F.conv2d(xg, w.reshape(m * self.out, *w.shape[2:]), b.reshape(-1),
                      padding=self.padding, groups=m)
@@ -206,8 +208,13 @@ class Conv(Layer):
 
 
 class SequentialModel(BatchedModel):
-    """A chain of layers bound to ``input_shape``; ``backend`` is ``bmm`` (no convolutions),
-    ``loop``, ``grouped`` or ``vmap`` (``torch.func.vmap`` over the single-client forward)."""
+    """A chain of layers bound to ``input_shape``.
+
+    ``backend``: ``bmm`` (no convolutions: every layer batched), ``loop`` (the convolutional
+    trunk, up to the first dense layer, runs client by client, which keeps each client's feature
+    maps cache-resident on CPU; the dense head is batched), ``grouped`` (grouped convolutions)
+    or ``vmap`` (``torch.func.vmap`` over the single-client forward).
+    """
 
     def __init__(self, input_shape: tuple, layers: list[Layer], backend: str):
         shape = tuple(input_shape)
@@ -220,17 +227,26 @@ class SequentialModel(BatchedModel):
         self.init_bound = {k: 1.0 / math.sqrt(layer.fan_in)
                            for layer in layers for k in layer.params}
         self.flops_per_sample = float(sum(layer.flops for layer in layers))
+        has_conv = any(isinstance(layer, Conv) for layer in layers)
+        self._trunk = next(i for i, layer in enumerate(layers)
+                           if isinstance(layer, Dense)) if has_conv else 0
+        self._trunk_keys = [k for layer in layers[:self._trunk] for k in layer.params]
 
-    def _single(self, params: Params, x: Tensor) -> Tensor:
-        for layer in self.layers:
+    def _single(self, params: Params, x: Tensor, stop: int | None = None) -> Tensor:
+        for layer in self.layers[:stop]:
             x = layer.single(params, x)
         return x
 
     def forward(self, params: Params, x: Tensor) -> Tensor:
         if self.backend == "vmap":
             return torch.func.vmap(self._single)(params, x)
-        for layer in self.layers:
-            x = layer.batched(params, x, self.backend)
+        start = self._trunk if self.backend == "loop" else 0
+        if start:  # unbind, not x[i]: indexing's backward zero-fills [M, ...] per client
+            keys = self._trunk_keys
+            rows = zip(x.unbind(0), *(params[k].unbind(0) for k in keys))
+            x = torch.stack([self._single(dict(zip(keys, ps)), xi, start) for xi, *ps in rows])
+        for layer in self.layers[start:]:
+            x = layer.batched(params, x)
         return x
 
     def reference(self, params: Params) -> nn.Module:
