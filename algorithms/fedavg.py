@@ -160,3 +160,11 @@ class FedAvgFT(ServerAveraging):
 
     def collaboration(self) -> np.ndarray:
         return np.eye(self.n) if self.tuning else super().collaboration()
+
+
+@register("fedprox_ft")
+class FedProxFT(FedAvgFT):
+    """FedProx, then every client fine-tunes the global model locally for the last rounds."""
+
+    fields = {**FedAvgFT.fields, **FedProx.fields}
+    prox = FedProx.prox
