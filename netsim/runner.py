@@ -134,7 +134,7 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
         scenario = Scenario.load(scenario)
     cfg = scenario.resolve()
     seeds = [cfg["seed"]] if not seeds else list(seeds)
-    writer = ResultsWriter(out or cfg["outputs"]["dir"], {**cfg, "seeds": seeds})
+    writer = ResultsWriter(out or cfg["outputs"]["dir"], cfg)
     device = resolve_device(cfg["device"])
     per_run: dict[str, dict[int, dict]] = {a["label"]: {} for a in cfg["algorithms"]}
     total = len(seeds) * len(cfg["algorithms"]) * cfg["schedule"]["rounds"]
@@ -175,7 +175,8 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
     finally:
         if progress is not None:
             progress.close()
-    summary = {**summarise(per_run, cfg), "backend": model.backend, "device": str(device)}
+    summary = {**summarise(per_run, cfg), "seeds": seeds, "backend": model.backend,
+               "device": str(device)}
     writer.write_summary(summary)
     if cfg["outputs"]["figures"]:
         from netsim.plot import write_run_figures

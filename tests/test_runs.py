@@ -57,7 +57,8 @@ def test_results_contract(tmp_path):
     links = res.arrays("links", "sgp", 0)["delivered"]
     assert links.shape == (4, 8, 8) and links.dtype == bool
     cfg = res.config
-    assert cfg["network"]["budget"]["peers_per_round"] is None and cfg["seeds"] == [0]
+    assert cfg["network"]["budget"]["peers_per_round"] is None and summary["seeds"] == [0]
+    assert Scenario(cfg).resolve() == cfg              # config.yaml re-runs exactly
     figs = {p.name for p in (d / "figures").iterdir()}
     assert {"accuracy_vs_rounds.png", "accuracy_vs_time.png", "partition.png",
             "timeline_sgp_seed0.png"} <= figs

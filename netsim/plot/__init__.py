@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from netsim.plot.curves import plot_accuracy, plot_collaboration
+from netsim.plot.robustness import plot_robustness
 from netsim.plot.timeline import plot_timeline
 from netsim.sim.trace import read_trace
 

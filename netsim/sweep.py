@@ -1,0 +1,290 @@
+"""Robustness studies: a scenario, a grid of overrides and seeds, run as independent cells.
+
+A sweep file names a base scenario and a grid (cartesian product of override values) and/or a
+list of cases; ``netsim sweep FILE`` expands it into runs of one algorithm and one seed each, every
+run in ``OUT/<sweep>/runs/<id>/`` where ``id`` hashes the run's resolved config. Runs execute in a
+local process pool (default) or through submitit (SLURM, or its local/debug executors); finished
+runs are skipped on re-launch, a failed run is recorded with its error and does not stop the
+others. The aggregate is a tidy ``table.csv`` (one row per run), ``cells.csv`` (mean and 95%
+confidence interval over seeds per cell) and robustness curves in ``figures/``.
+
+Each run is exactly ``netsim run OUT/<sweep>/runs/<id>/config.yaml``: same config, same seed,
+same numbers.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import os
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import yaml
+
+from netsim.config import Scenario
+from netsim.errors import ConfigError
+from netsim.results import _csv_text, atomic_write
+from netsim.schema import Field, check_section
+
+SWEEP_FIELDS = {
+    "name": Field("str", None, "sweep name (default: the file name)", nullable=True),
+    "scenario": Field("str", doc="base scenario YAML, relative to the sweep file"),
+    "overrides": Field("dict", {}, "overrides applied to every run"),
+    "grid": Field("dict", {}, "dotted path -> list of values; the cartesian product is swept"),
+    "cases": Field("list", [], "a list of override mappings, crossed with the grid"),
+    "seeds": Field("list", [0], "seeds of every cell", item="int", lo=0),
+    "x": Field("str", None, "dotted path of the resolved config used as the curves' x axis "
+               "(default: the first grid key)", nullable=True),
+    "metrics": Field("list", ["mean_accuracy", "bottom10_accuracy"], "metrics of the curves",
+                     item="str"),
+    "executor": Field("dict", {}, "how runs execute"),
+}
+
+EXECUTOR_FIELDS = {
+    "name": Field("str", "local", "local process pool, serial, or submitit",
+                  choices=("local", "serial", "submitit")),
+    "workers": Field("int", None, "parallel runs (default: the machine's cores)", lo=1,
+                     nullable=True),
+    "threads": Field("int", None, "torch threads per run (default: cores // workers)", lo=1,
+                     nullable=True),
+    "cluster": Field("str", None, "submitit cluster: slurm, local or debug (default: auto)",
+                     choices=("slurm", "local", "debug"), nullable=True),
+    "folder": Field("str", "submitit_logs", "submitit log folder, relative to the sweep output"),
+    "slurm": Field("dict", {}, "submitit parameters, e.g. {slurm_partition: gpu, timeout_min: 60, "
+                   "gpus_per_node: 1}"),
+}
+
+TABLE_METRICS = ("mean_accuracy", "std_accuracy", "bottom10_accuracy", "client_variance",
+                 "improved_over_local", "bytes_sent", "messages_sent", "messages_dropped",
+                 "sim_time", "wall_time")
+DONE = "DONE"
+
+
+@dataclass
+class Cell:
+    """One run of the sweep: a resolved config of one algorithm and one seed."""
+
+    id: str
+    point: dict          # the grid/case overrides that make this cell
+    algorithm: str
+    seed: int
+    config: dict
+
+
+def _lookup(cfg: dict, path: str) -> Any:
+    node: Any = cfg
+    for part in path.split("."):
+        if isinstance(node, list):
+            node = next((a for a in node if a.get("label") == part or a.get("name") == part),
+                        node[int(part)] if part.isdigit() else None)
+        elif isinstance(node, dict):
+            node = node.get(part)
+        else:
+            return None
+    return node
+
+
+def run_id(cfg: dict) -> str:
+    """Hash of a resolved config (its name and output settings excluded)."""
+    body = {k: v for k, v in cfg.items() if k not in ("name", "outputs")}
+    return hashlib.sha1(yaml.safe_dump(body, sort_keys=True).encode()).hexdigest()[:12]
+
+
+class Sweep:
+    """A validated sweep file and its expansion into cells."""
+
+    def __init__(self, raw: dict, path: Path | None = None):
+        where = path.parent if path else Path.cwd()
+        self.spec = check_section("sweep", raw, SWEEP_FIELDS)
+        self.spec["executor"] = check_section("sweep.executor", self.spec["executor"],
+                                              EXECUTOR_FIELDS)
+        for key, values in self.spec["grid"].items():
+            if not isinstance(values, list) or not values:
+                raise ConfigError(f"sweep.grid.{key}", values, "a non-empty list of values")
+        self.name = self.spec["name"] or (path.stem if path else "sweep")
+        scen = Path(self.spec["scenario"])
+        self.base = Scenario.load(scen if scen.is_absolute() else where / scen)
+        self.x = self.spec["x"] or next(iter(self.spec["grid"]), None)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Sweep":
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError("sweep", str(path), "an existing YAML file")
+        raw = yaml.safe_load(path.read_text())
+        if not isinstance(raw, dict):
+            raise ConfigError("sweep", str(path), "a YAML mapping")
+        return cls(raw, path)
+
+    def points(self) -> list[dict]:
+        """Every combination of grid values crossed with the cases, as override mappings."""
+        keys = list(self.spec["grid"])
+        grid = [dict(zip(keys, combo))
+                for combo in itertools.product(*(self.spec["grid"][k] for k in keys))]
+        cases = self.spec["cases"] or [{}]
+        return [{**g, **c} for g in grid for c in cases]
+
+    def cells(self) -> list[Cell]:
+        """Expand into runs (validated before anything runs)."""
+        out = []
+        base = self.base.with_overrides(self.spec["overrides"])
+        for point in self.points():
+            cfg = base.with_overrides(point).resolve()
+            for spec in cfg["algorithms"]:
+                for seed in self.spec["seeds"]:
+                    one = copy.deepcopy(cfg)
+                    one.update(algorithms=[spec], seed=seed)
+                    one["outputs"].update(progress=False, figures=False)
+                    rid = run_id(one)
+                    one["name"] = rid
+                    out.append(Cell(rid, point, spec["label"], seed, one))
+        return out
+
+
+def run_cell(config: dict, runs_dir: str, threads: int) -> tuple[str, str, str]:
+    """Run one cell (in a worker); returns (id, status, error). Never raises."""
+    import torch
+
+    from netsim.runner import run
+
+    torch.set_num_threads(threads)
+    folder = Path(runs_dir) / config["name"]
+    try:
+        run(Scenario(config), seeds=[config["seed"]], out=runs_dir, quiet=True)
+        atomic_write(folder / DONE, "")
+        return config["name"], "done", ""
+    except Exception as exc:                              # noqa: BLE001 — reported, not lost
+        text = "".join(traceback.format_exception(exc))
+        atomic_write(folder / "error.txt", text)
+        return config["name"], "failed", f"{type(exc).__name__}: {exc}"
+
+
+def _execute(todo: list[Cell], runs_dir: Path, ex: dict, out: Path,
+             report: Callable[[Cell, str, str], None]) -> None:
+    cores = os.cpu_count() or 1
+    workers = min(ex["workers"] or cores, max(len(todo), 1))
+    threads = ex["threads"] or max(1, cores // workers)
+    by_id = {c.id: c for c in todo}
+    if ex["name"] == "serial" or (ex["name"] == "local" and workers == 1):
+        for c in todo:
+            report(c, *run_cell(c.config, str(runs_dir), threads)[1:])
+    elif ex["name"] == "local":
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(run_cell, c.config, str(runs_dir), threads) for c in todo]
+            for f in as_completed(futures):
+                rid, status, err = f.result()
+                report(by_id[rid], status, err)
+    else:
+        import submitit
+
+        executor = submitit.AutoExecutor(folder=out / ex["folder"], cluster=ex["cluster"])
+        executor.update_parameters(**ex["slurm"])
+        jobs = [executor.submit(run_cell, c.config, str(runs_dir), threads) for c in todo]
+        for job in jobs:
+            rid, status, err = job.result()
+            report(by_id[rid], status, err)
+
+
+def _scalar(v: Any) -> Any:
+    return v if isinstance(v, (int, float, str, bool)) or v is None else json.dumps(v, sort_keys=True)
+
+
+def run_sweep(sweep: Sweep | str | Path, out: str | Path = "results",
+              log: Callable[[str], None] = print) -> Path:
+    """Run (or resume) a sweep; write index, table, cells and figures; return its folder."""
+    if not isinstance(sweep, Sweep):
+        sweep = Sweep.load(sweep)
+    cells = sweep.cells()
+    root = Path(out) / sweep.name
+    runs_dir = root / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    status = {c.id: ("done" if (runs_dir / c.id / DONE).is_file() else "pending", "") for c in cells}
+    todo = [c for c in cells if status[c.id][0] != "done"]
+    log(f"sweep {sweep.name}: {len(cells)} runs, {len(cells) - len(todo)} already done, "
+        f"{len(todo)} to run")
+    start = time.perf_counter()
+
+    def report(cell: Cell, state: str, err: str) -> None:
+        status[cell.id] = (state, err)
+        _write_index(root, cells, status)
+        n_done = sum(s == "done" for s, _ in status.values())
+        log(f"[{n_done}/{len(cells)}] {cell.algorithm} seed {cell.seed} "
+            f"{json.dumps(cell.point, default=str)}: {state}" + (f" ({err})" if err else ""))
+
+    _write_index(root, cells, status)
+    _execute(todo, runs_dir, sweep.spec["executor"], root, report)
+    log(f"sweep {sweep.name}: ran {len(todo)} in {time.perf_counter() - start:.1f} s")
+    aggregate(root, sweep, cells)
+    return root
+
+
+def _write_index(root: Path, cells: list[Cell], status: dict) -> None:
+    rows = [(c.id, c.algorithm, c.seed, json.dumps(c.point, sort_keys=True, default=str),
+             status[c.id][0], status[c.id][1], f"runs/{c.id}") for c in cells]
+    atomic_write(root / "index.csv", _csv_text(
+        ("id", "algorithm", "seed", "point", "status", "error", "folder"), rows))
+
+
+def confidence_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and Student-t confidence interval over seeds (a single value has a zero-width one)."""
+    from scipy import stats
+
+    values = np.asarray(values, float)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    mean = float(values.mean())
+    if values.size < 2:
+        return mean, mean, mean
+    half = float(stats.t.ppf(0.5 + level / 2, values.size - 1) * values.std(ddof=1)
+                 / np.sqrt(values.size))
+    return mean, mean - half, mean + half
+
+
+def aggregate(root: Path, sweep: Sweep, cells: list[Cell]):
+    """table.csv (one row per finished run), cells.csv (mean and 95% CI) and robustness curves."""
+    import pandas as pd
+
+    rows = []
+    for c in cells:
+        folder = root / "runs" / c.id
+        if not (folder / DONE).is_file():
+            continue
+        s = json.loads((folder / "summary.json").read_text())["algorithms"][c.algorithm]
+        row = {"id": c.id, **{k: _scalar(v) for k, v in c.point.items()},
+               "x": _scalar(_lookup(c.config, sweep.x)) if sweep.x else None,
+               "algorithm": c.algorithm, "seed": c.seed}
+        row.update({m: s.get(m) for m in TABLE_METRICS})
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    atomic_write(root / "table.csv", table.to_csv(index=False))
+    if table.empty:
+        return table
+    keys = [k for k in table.columns if k not in ("id", "seed", *TABLE_METRICS)]
+    out = []
+    for key, g in table.groupby(keys, sort=False, dropna=False):
+        row = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        row["n_seeds"] = len(g)
+        for m in TABLE_METRICS:
+            mean, lo, hi = confidence_interval(pd.to_numeric(g[m], errors="coerce").to_numpy())
+            row.update({m: mean, f"{m}_ci_low": lo, f"{m}_ci_high": hi})
+        out.append(row)
+    cells_df = pd.DataFrame(out)
+    atomic_write(root / "cells.csv", cells_df.to_csv(index=False))
+    if sweep.x and cells_df["x"].notna().any():
+        from netsim.plot import plot_robustness
+
+        for m in sweep.spec["metrics"]:
+            curve = pd.DataFrame({sweep.x: cells_df["x"], "algorithm": cells_df["algorithm"],
+                                  "mean": cells_df[m], "ci_low": cells_df[f"{m}_ci_low"],
+                                  "ci_high": cells_df[f"{m}_ci_high"]})
+            plot_robustness(curve, sweep.x, m, root / "figures" / f"robustness_{m}.png", pdf=True)
+    return table

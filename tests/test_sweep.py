@@ -1,0 +1,131 @@
+"""Sweeps: expansion, resumption after a kill, equality with plain runs, confidence intervals."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from netsim import Scenario, run
+from netsim.errors import ConfigError
+from netsim.sweep import Sweep, confidence_interval, run_sweep
+
+from tests.test_runs import TINY
+
+
+@pytest.fixture
+def sweep_file(tmp_path):
+    base = dict(TINY, schedule={"rounds": 2, "eval_every": 2})
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    sweep = {"scenario": "base.yaml", "name": "links",
+             "overrides": {"algorithms": ["local", "sgp"]},
+             "grid": {"network.links.p": [1.0, 0.3]}, "seeds": [0, 1],
+             "executor": {"name": "serial"}}
+    path = tmp_path / "links.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    return path
+
+
+def test_expansion_one_run_per_algorithm_seed_and_point(sweep_file):
+    cells = Sweep.load(sweep_file).cells()
+    assert len(cells) == 2 * 2 * 2
+    assert len({c.id for c in cells}) == 8
+    assert {c.algorithm for c in cells} == {"local", "sgp"}
+    assert {c.config["network"]["links"]["p"] for c in cells} == {1.0, 0.3}
+
+
+def test_killed_sweep_resumes_only_missing_cells_with_same_aggregate(sweep_file, tmp_path):
+    lines: list[str] = []
+    root = run_sweep(sweep_file, out=tmp_path / "out", log=lines.append)
+    full = pd.read_csv(root / "table.csv")
+    assert len(full) == 8 and full["mean_accuracy"].notna().all()
+    index = pd.read_csv(root / "index.csv")
+    assert (index["status"] == "done").all()
+    killed = index["id"].iloc[[1, 6]]
+    for rid in killed:
+        shutil.rmtree(root / "runs" / rid)          # as if the sweep died before these finished
+    lines.clear()
+    run_sweep(sweep_file, out=tmp_path / "out", log=lines.append)
+    assert "6 already done, 2 to run" in lines[0]
+    assert sum(": done" in ln for ln in lines) == 2
+    again = pd.read_csv(root / "table.csv")
+    same = [c for c in full.columns if c != "wall_time"]          # wall clock differs, nothing else
+    pd.testing.assert_frame_equal(full[same].sort_values("id").reset_index(drop=True),
+                                  again[same].sort_values("id").reset_index(drop=True))
+    cells = pd.read_csv(root / "cells.csv")
+    assert len(cells) == 4 and (cells["n_seeds"] == 2).all()
+    assert {"robustness_mean_accuracy.png", "robustness_mean_accuracy.pdf"} <= \
+        {p.name for p in (root / "figures").iterdir()}
+
+
+def test_cell_equals_plain_run_of_its_config(sweep_file, tmp_path):
+    root = run_sweep(sweep_file, out=tmp_path / "out", log=lambda s: None)
+    rid = pd.read_csv(root / "index.csv")["id"].iloc[3]
+    folder = root / "runs" / rid
+    cfg = yaml.safe_load((folder / "config.yaml").read_text())
+    res = run(Scenario(cfg), seeds=[cfg["seed"]], out=tmp_path / "plain", quiet=True)
+    assert (res.dir / "metrics.csv").read_text() == (folder / "metrics.csv").read_text()
+
+
+def test_process_pool_gives_the_serial_numbers(sweep_file, tmp_path):
+    raw = yaml.safe_load(sweep_file.read_text())
+    raw.update(executor={"name": "local", "workers": 2}, seeds=[0],
+               overrides={"algorithms": ["sgp"]})
+    par = tmp_path / "par.yaml"
+    par.write_text(yaml.safe_dump(raw))
+    raw["executor"] = {"name": "serial"}
+    ser = tmp_path / "ser.yaml"
+    ser.write_text(yaml.safe_dump(raw))
+    a = pd.read_csv(run_sweep(par, out=tmp_path / "a", log=lambda s: None) / "table.csv")
+    b = pd.read_csv(run_sweep(ser, out=tmp_path / "b", log=lambda s: None) / "table.csv")
+    cols = ["id", "mean_accuracy", "bytes_sent", "sim_time"]
+    pd.testing.assert_frame_equal(a[cols].sort_values("id").reset_index(drop=True),
+                                  b[cols].sort_values("id").reset_index(drop=True))
+
+
+def test_failed_run_is_reported_and_others_finish(sweep_file, tmp_path):
+    raw = yaml.safe_load(sweep_file.read_text())
+    raw.update(seeds=[0], overrides={"algorithms": ["dpsgd"]},
+               grid={"network.topology": ["ring", {"name": "erdos_renyi", "p": 0.5}]})
+    path = tmp_path / "f.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    root = run_sweep(path, out=tmp_path / "out", log=lambda s: None)
+    index = pd.read_csv(root / "index.csv")
+    assert sorted(index["status"]) == ["done", "failed"]
+    failed = index[index["status"] == "failed"].iloc[0]
+    assert "undirected" in failed["error"]
+    assert (root / failed["folder"] / "error.txt").is_file()
+    assert len(pd.read_csv(root / "table.csv")) == 1
+
+
+def test_submitit_debug_executor(sweep_file, tmp_path):
+    pytest.importorskip("submitit")
+    raw = yaml.safe_load(sweep_file.read_text())
+    raw.update(executor={"name": "submitit", "cluster": "debug"}, seeds=[0],
+               grid={"network.links.p": [0.5]}, overrides={"algorithms": ["local"]})
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    root = run_sweep(path, out=tmp_path / "out", log=lambda s: None)
+    assert (pd.read_csv(root / "index.csv")["status"] == "done").all()
+
+
+def test_bad_sweep_files(tmp_path, sweep_file):
+    raw = yaml.safe_load(sweep_file.read_text())
+    for bad, field in (({"grid": {"network.links.p": []}}, "sweep.grid.network.links.p"),
+                       ({"executor": {"name": "mpi"}}, "sweep.executor.name"),
+                       ({"seeds": [-1]}, "sweep.seeds[0]"),
+                       ({"grid": {"network.links.p": [2.0]}}, "network.links.p")):
+        path = tmp_path / "bad.yaml"
+        path.write_text(yaml.safe_dump({**raw, **bad}))
+        with pytest.raises(ConfigError) as err:
+            Sweep.load(path).cells()
+        assert str(err.value).startswith(field)
+
+
+def test_confidence_interval_matches_t_formula():
+    mean, lo, hi = confidence_interval(np.array([1.0, 2.0, 3.0]))
+    assert mean == 2.0
+    assert hi - mean == pytest.approx(4.302652729911275 * 1.0 / np.sqrt(3))
+    assert confidence_interval(np.array([5.0])) == (5.0, 5.0, 5.0)
