@@ -265,9 +265,15 @@ def aggregate(root: Path, sweep: Sweep, cells: list[Cell]):
         row.update({m: s.get(m) for m in TABLE_METRICS})
         rows.append(row)
     table = pd.DataFrame(rows)
-    atomic_write(root / "table.csv", table.to_csv(index=False))
     if table.empty:
+        atomic_write(root / "table.csv", "")
         return table
+    others = [k for k in sweep.spec["grid"] if k != sweep.x]
+    table["panel"] = ""
+    for k in others:
+        table["panel"] += (" " if len(others) > 1 else "") + k.rsplit(".", 1)[-1] + "=" \
+            + table[k].astype(str)
+    atomic_write(root / "table.csv", table.to_csv(index=False))
     keys = [k for k in table.columns if k not in ("id", "seed", *TABLE_METRICS)]
     out = []
     for key, g in table.groupby(keys, sort=False, dropna=False):
@@ -284,7 +290,9 @@ def aggregate(root: Path, sweep: Sweep, cells: list[Cell]):
 
         for m in sweep.spec["metrics"]:
             curve = pd.DataFrame({sweep.x: cells_df["x"], "algorithm": cells_df["algorithm"],
+                                  "panel": cells_df["panel"],
                                   "mean": cells_df[m], "ci_low": cells_df[f"{m}_ci_low"],
                                   "ci_high": cells_df[f"{m}_ci_high"]})
-            plot_robustness(curve, sweep.x, m, root / "figures" / f"robustness_{m}.png", pdf=True)
+            plot_robustness(curve, sweep.x, m, root / "figures" / f"robustness_{m}.png", pdf=True,
+                            panel="panel" if others else None)
     return table
