@@ -73,7 +73,8 @@ class Algorithm:
             topo = build_topology({"name": "star"}, self.n + 1, streams.numpy("topology"))
         else:
             topo = build_topology(cfg["network"]["topology"], self.n, streams.numpy("topology"))
-        return Simulator(cfg["network"], topo, streams, trace=cfg["outputs"]["trace"])
+        return Simulator(cfg["network"], topo, streams, trace=cfg["outputs"]["trace"],
+                         clients=self.n)
 
     def new_bank(self) -> ClientBank:
         """A bank of N models; every algorithm of a seed starts from the same initial models

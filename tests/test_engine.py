@@ -150,3 +150,13 @@ def test_same_seed_same_trace_and_link_seed_changes_only_links():
         key = lambda e: np.lexsort((e[:, 2], e[:, 5]))      # noqa: E731  by round, node
         return end[key(end), 0] - start[key(start), 0]
     np.testing.assert_allclose(durations(a), durations(c), rtol=1e-12)
+
+
+def test_failures_spare_the_server_node():
+    net = _validate_network({"topology": "complete",
+                             "failures": {"crash": {"share": 1.0, "at": 0.0}}}, 4)
+    star = nx.DiGraph(nx.star_graph(4))                       # 5 nodes: 4 clients + a server
+    sim = Simulator(net, nx.relabel_nodes(star, {0: 4, 4: 0}), Streams(0), clients=4)
+    assert sim.alive().tolist() == [False] * 4 + [True]
+    res = sim.compute(1, 0.1)
+    assert res.finished.tolist() == [False] * 4 + [True]

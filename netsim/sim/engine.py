@@ -104,15 +104,41 @@ class _Pending:
     sent_round: np.ndarray = field(default_factory=lambda: np.empty(0, int))
 
 
+class _ReliableExtra:
+    """Failure model of the first ``k`` nodes; nodes from ``k`` on (a server) never fail."""
+
+    def __init__(self, inner, n: int):
+        self.inner, self.n, self.k = inner, n, inner.n
+
+    def _pad(self, alive: np.ndarray) -> np.ndarray:
+        return np.r_[alive, np.ones(self.n - self.k, bool)]
+
+    def alive(self, t: float) -> np.ndarray:
+        return self._pad(self.inner.alive(t))
+
+    def alive_during(self, t0: float, t1: np.ndarray) -> np.ndarray:
+        return self._pad(self.inner.alive_during(t0, np.asarray(t1, float)[: self.k]))
+
+    def edges_up(self, t: float) -> np.ndarray:
+        up = np.ones((self.n, self.n), bool)
+        up[: self.k, : self.k] = self.inner.edges_up(t)
+        return up
+
+    def events_between(self, t0: float, t1: float):
+        return self.inner.events_between(t0, t1)
+
+
 class Simulator:
     """Simulated network of ``n`` nodes over the base graph ``topology``.
 
     ``network`` is the validated ``network`` section of a scenario (links, latency, loss, compute,
-    failures, budget, policy); each model draws from its own stream of ``streams``.
+    failures, budget, policy); each model draws from its own stream of ``streams``. Failures
+    (crashes, churn, scripted outages) apply to the first ``clients`` nodes (default all); further
+    nodes, such as the server of a star, are reliable.
     """
 
     def __init__(self, network: dict, topology: nx.DiGraph, streams: Streams,
-                 trace: bool = False):
+                 trace: bool = False, clients: int | None = None):
         self.n = n = topology.number_of_nodes()
         adj = nx.to_numpy_array(topology, nodelist=range(n), dtype=bool)
         np.fill_diagonal(adj, False)
@@ -122,7 +148,10 @@ class Simulator:
         self.latency = make_latency(network["latency"], n, streams.numpy("latency"))
         self.loss = make_loss(network["loss"], adj, streams.numpy("loss"))
         self.compute_model = make_compute(network["compute"], n, streams.numpy("compute"))
-        self.failures = make_failures(network["failures"], n, streams.numpy("failures"))
+        k = n if clients is None else clients
+        self.failures = make_failures(network["failures"], k, streams.numpy("failures"))
+        if k < n:
+            self.failures = _ReliableExtra(self.failures, n)
         self.budget = network["budget"]
         self.policy = Policy(**network["policy"])
         self.trace = Trace() if trace else None
