@@ -1,7 +1,8 @@
-"""The ``netsim`` command line: run, validate, list, figures.
+"""The ``netsim`` command line: run, validate, list, sweep, figures, analyze.
 
 Each action is one documented function call (``netsim.run``, ``Scenario.resolve``,
-``netsim.plot.write_run_figures``), so scripts can do the same from Python.
+``netsim.sweep.run_sweep``, ``netsim.plot.write_run_figures``, ``netsim.analysis.analyze``), so
+scripts can do the same from Python.
 """
 from __future__ import annotations
 
@@ -74,8 +75,41 @@ def cmd_list(args) -> int:
 def cmd_figures(args) -> int:
     from netsim.plot import write_run_figures
 
-    for path in write_run_figures(args.results, pdf=args.pdf):
+    try:
+        paths = write_run_figures(args.results, pdf=args.pdf, only=args.only)
+    except ValueError as exc:                       # an unknown --only kind
+        print(f"netsim: error: {exc}", file=sys.stderr)
+        return 2
+    for path in paths:
         print(path)
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from netsim.sweep import Sweep, run_sweep
+
+    sweep = Sweep.load(args.sweep)
+    cells = sweep.cells()                   # validates every run before anything runs
+    if args.dry_run:
+        print(f"{sweep.name}: {len(cells)} runs")
+        return 0
+    if args.workers is not None:
+        sweep.spec["executor"]["workers"] = args.workers
+    root = run_sweep(sweep, out=args.out)
+    print(f"results: {root}")
+    return 0
+
+
+def cmd_analyze(args) -> int:
+    from netsim.analysis import analyze, export_graphml, format_table, write_analysis
+
+    analysis = analyze(args.results, threshold=args.threshold, target=args.target)
+    print(format_table(analysis))
+    for path in write_analysis(args.results, analysis):
+        print(path)
+    graphs = export_graphml(args.results, threshold=args.threshold)
+    if graphs:
+        print(f"{len(graphs)} GraphML files in {graphs[0].parent}")
     return 0
 
 
@@ -106,8 +140,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     f = sub.add_parser("figures", help="(re)write the figures of a results folder")
     f.add_argument("results")
-    f.add_argument("--pdf", action="store_true")
+    f.add_argument("--pdf", action="store_true", help="also write vector PDF files")
+    f.add_argument("--only", metavar="KIND", help="write one figure kind only: accuracy, collab, "
+                   "graph, scatter, asymmetry, groups, timeline or partition")
     f.set_defaults(func=cmd_figures)
+
+    sw = sub.add_parser("sweep", help="run (or resume) a robustness study: a grid of runs")
+    sw.add_argument("sweep", help="sweep YAML (see scenarios/robustness_*.yaml)")
+    sw.add_argument("--out", default="results", help="results root; the sweep goes to OUT/<name>/")
+    sw.add_argument("--workers", type=int, help="parallel runs (default: the sweep's executor)")
+    sw.add_argument("--dry-run", action="store_true", help="validate and count the runs only")
+    sw.set_defaults(func=cmd_sweep)
+
+    a = sub.add_parser("analyze", help="graph analyses of a results folder: a table, "
+                       "analysis.json, analysis.csv and GraphML files")
+    a.add_argument("results")
+    a.add_argument("--threshold", type=float, default=0.0,
+                   help="collaboration edge j -> i where W[i, j] > T (default 0)")
+    a.add_argument("--target", type=float,
+                   help="report the simulated time to this mean test accuracy (e.g. 0.8)")
+    a.set_defaults(func=cmd_analyze)
     return p
 
 

@@ -29,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 import yaml
 
+from netsim.analysis.stats import mean_ci
 from netsim.config import Scenario
 from netsim.errors import ConfigError
 from netsim.results import _csv_text, atomic_write
@@ -233,22 +234,6 @@ def _write_index(root: Path, cells: list[Cell], status: dict) -> None:
         ("id", "algorithm", "seed", "point", "status", "error", "folder"), rows))
 
 
-def confidence_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and Student-t confidence interval over seeds (a single value has a zero-width one)."""
-    from scipy import stats
-
-    values = np.asarray(values, float)
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    mean = float(values.mean())
-    if values.size < 2:
-        return mean, mean, mean
-    half = float(stats.t.ppf(0.5 + level / 2, values.size - 1) * values.std(ddof=1)
-                 / np.sqrt(values.size))
-    return mean, mean - half, mean + half
-
-
 def aggregate(root: Path, sweep: Sweep, cells: list[Cell]):
     """table.csv (one row per finished run), cells.csv (mean and 95% CI) and robustness curves."""
     import pandas as pd
@@ -280,7 +265,7 @@ def aggregate(root: Path, sweep: Sweep, cells: list[Cell]):
         row = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
         row["n_seeds"] = len(g)
         for m in TABLE_METRICS:
-            mean, lo, hi = confidence_interval(pd.to_numeric(g[m], errors="coerce").to_numpy())
+            mean, lo, hi = mean_ci(pd.to_numeric(g[m], errors="coerce").to_numpy())
             row.update({m: mean, f"{m}_ci_low": lo, f"{m}_ci_high": hi})
         out.append(row)
     cells_df = pd.DataFrame(out)

@@ -10,7 +10,8 @@ import yaml
 
 from netsim import Scenario, run
 from netsim.errors import ConfigError
-from netsim.sweep import Sweep, confidence_interval, run_sweep
+from netsim.analysis.stats import mean_ci
+from netsim.sweep import Sweep, run_sweep
 
 from tests.test_runs import TINY
 
@@ -125,7 +126,24 @@ def test_bad_sweep_files(tmp_path, sweep_file):
 
 
 def test_confidence_interval_matches_t_formula():
-    mean, lo, hi = confidence_interval(np.array([1.0, 2.0, 3.0]))
+    mean, lo, hi = mean_ci(np.array([1.0, 2.0, 3.0]))
     assert mean == 2.0
     assert hi - mean == pytest.approx(4.302652729911275 * 1.0 / np.sqrt(3))
-    assert confidence_interval(np.array([5.0])) == (5.0, 5.0, 5.0)
+    assert mean_ci(np.array([5.0])) == (5.0, 5.0, 5.0)
+
+
+def test_cli_sweep(sweep_file, tmp_path, capsys):
+    from netsim.cli import main
+
+    assert main(["sweep", str(sweep_file), "--dry-run"]) == 0
+    assert "links: 8 runs" in capsys.readouterr().out
+    raw = yaml.safe_load(sweep_file.read_text())
+    raw.update(seeds=[0], grid={"network.links.p": [0.5]}, overrides={"algorithms": ["local"]})
+    one = tmp_path / "one.yaml"
+    one.write_text(yaml.safe_dump(raw))
+    assert main(["sweep", str(one), "--out", str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o" / "links" / "cells.csv").is_file()
+    raw["grid"] = {"network.links.p": [7]}
+    one.write_text(yaml.safe_dump(raw))
+    assert main(["sweep", str(one)]) == 2
+    assert "network.links.p: got 7;" in capsys.readouterr().err
