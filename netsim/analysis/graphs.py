@@ -53,3 +53,12 @@ def link_share(W: np.ndarray, rows: np.ndarray, cols: np.ndarray, threshold: flo
     e = edges(W, threshold)[np.asarray(rows, bool)]
     total = e.sum()
     return float(e[:, np.asarray(cols, bool)].sum() / total) if total else float("nan")
+
+
+def group_shares(W: np.ndarray, group, threshold: float = 0.0) -> dict[str, float]:
+    """``share_<a>_uses_<b>`` for every ordered pair of the named groups (e.g. ``benign``,
+    ``malicious``): of the collaborators clients of group a use, the share in group b."""
+    group = np.asarray(group, object)
+    names = sorted({g for g in group if isinstance(g, str) and g})
+    return {f"share_{a}_uses_{b}": link_share(W, group == a, group == b, threshold)
+            for a in names for b in names}

@@ -1,30 +1,166 @@
-"""Figure functions (one per figure kind) and the set written at the end of a run."""
+"""Figure functions (one per figure kind) and the set written for a results folder.
+
+Kinds written by :func:`write_run_figures` (``netsim figures RESULTS --only KIND``):
+
+- ``accuracy``: accuracy vs rounds, vs simulated time and vs bytes sent, 95% CI bands over seeds
+- ``collab``: collaboration matrices at up to four evaluations, diagonal masked, and the oracle
+- ``graph``: the final collaboration graph drawn with networkx (``netsim.plot.digraph``)
+- ``scatter``: mean accuracy vs variance across clients, one point per algorithm
+- ``asymmetry``: asymmetry and sparsity of the collaboration graph over rounds
+- ``groups``: share of links between client groups over rounds (when clients.csv has groups)
+- ``timeline``: per-node events of one round (when traces were recorded)
+- ``partition``: training samples per class and client
+
+(``collab``, ``graph`` and ``timeline``: each algorithm's first seed.)
+
+``plot_robustness`` (a metric vs a network parameter over several runs) draws from a sweep's
+table instead of one folder.
+"""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable, Iterable
 
-from netsim.plot.curves import plot_accuracy, plot_collaboration
+import numpy as np
+import pandas as pd
+
+from netsim.analysis.report import (accuracy_curves, client_table, has_arrays, rebuild_data,
+                                    runs, series_by_algorithm)
+from netsim.plot.curves import final_client_stats, plot_accuracy, plot_scatter, plot_series
+from netsim.plot.digraph import plot_digraph
+from netsim.plot.matrices import plot_collaboration, plot_collaboration_grid
+from netsim.plot.partition import draw_partition, plot_partition
 from netsim.plot.robustness import plot_robustness
 from netsim.plot.timeline import plot_timeline
+from netsim.results import Results
 from netsim.sim.trace import read_trace
 
+__all__ = ["KINDS", "draw_partition", "node_labels", "plot_accuracy", "plot_collaboration",
+           "plot_collaboration_grid", "plot_digraph", "plot_partition", "plot_robustness",
+           "plot_scatter", "plot_series", "plot_timeline", "write_run_figures"]
 
-def write_run_figures(run_dir: str | Path, data=None, pdf: bool = False) -> list[Path]:
-    """Accuracy vs rounds and vs simulated time, final collaboration matrices, the partition."""
-    from netsim.results import Results
 
-    res = Results(run_dir)
-    fig_dir = res.dir / "figures"
-    metrics = res.metrics
-    out = plot_accuracy(metrics, fig_dir / "accuracy_vs_rounds.png", pdf=pdf)
-    out += plot_accuracy(metrics, fig_dir / "accuracy_vs_time.png", x="sim_time", pdf=pdf)
-    for f in sorted((res.dir / "collab").glob("*_seed*.npz")):
-        alg, seed = f.stem.rsplit("_seed", 1)
-        w = res.arrays("collab", alg, int(seed))["W"][-1]
-        out += plot_collaboration(w, fig_dir / f"collab_{f.stem}.png", f"{alg} (seed {seed})", pdf)
-    for f in sorted((res.dir / "trace").glob("*.csv")):
-        out += plot_timeline(read_trace(f), 1, fig_dir / f"timeline_{f.stem}.png", pdf)
-    if data is not None:
-        from netsim.plot.partition import plot_partition
-        out.append(plot_partition(data, fig_dir / "partition.png"))
+def _order(res: Results) -> list[str]:
+    return list(dict.fromkeys(alg for alg, _ in runs(res)))
+
+
+def _first_seeds(res: Results, kind: str) -> list[tuple[str, int]]:
+    """(algorithm, first seed) of every algorithm that has ``kind`` arrays."""
+    out: dict[str, int] = {}
+    for alg, seed in runs(res):
+        if alg not in out and has_arrays(res, kind, alg, seed):
+            out[alg] = seed
+    return list(out.items())
+
+
+def _accuracy(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
+    curves, order = accuracy_curves(res), _order(res)
+    out = []
+    for x, name in (("round", "rounds"), ("sim_time", "time"), ("bytes", "bytes")):
+        out += plot_accuracy(curves, fig_dir / f"accuracy_vs_{name}.png", x, pdf, order)
     return out
+
+
+def _collab(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
+    out = []
+    for alg, seed in _first_seeds(res, "collab"):
+        c, (cluster, _) = res.arrays("collab", alg, seed), client_table(res, seed)
+        out += plot_collaboration(c["W"], c["rounds"], fig_dir / f"collab_{alg}_seed{seed}.png",
+                                  f"{alg} (seed {seed})", cluster, pdf=pdf)
+    return out
+
+
+def node_labels(cluster: np.ndarray, group) -> list[str]:
+    """A colour label per client: its ground-truth cluster where known (with its group when all
+    the cluster's clients share one, e.g. ``cluster 1 (malicious)``), else its group."""
+    cluster = np.asarray(cluster)
+    group = np.asarray(group, object)
+    if not (cluster >= 0).any():
+        return [str(g) for g in group]
+    names = {}
+    for c in np.unique(cluster):
+        groups = set(group[cluster == c].tolist())
+        g = groups.pop() if len(groups) == 1 else ""
+        names[c] = (f"cluster {c}" if c >= 0 else "no cluster") + (f" ({g})" if g else "")
+    return [names[c] for c in cluster]
+
+
+def _graph(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
+    """The final collaboration graph of each algorithm's first seed (netsim.plot.digraph),
+    clients on a circle sorted by cluster."""
+    out = []
+    for alg, seed in _first_seeds(res, "collab"):
+        c, (cluster, group) = res.arrays("collab", alg, seed), client_table(res, seed)
+        order = np.argsort(cluster, kind="stable")
+        out += plot_digraph(c["W"][-1], fig_dir / f"graph_{alg}_seed{seed}.png", order,
+                            node_labels(cluster, group),
+                            title=f"{alg}, round {int(c['rounds'][-1])} (seed {seed})", pdf=pdf)
+    return out
+
+
+def _scatter(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
+    return plot_scatter(final_client_stats(res.metrics), fig_dir / "accuracy_vs_variance.png",
+                        pdf, _order(res))
+
+
+def _asymmetry(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
+    series = series_by_algorithm(res)
+    if not series:
+        return []
+    return plot_series(series, ["asymmetry", "sparsity"], fig_dir / "asymmetry_sparsity.png", pdf)
+
+
+def _groups(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
+    series = series_by_algorithm(res)
+    cols = sorted({c for frames in series.values() for c in frames[0].columns
+                   if c.startswith("share_") and len(set(c[6:].split("_uses_"))) == 2})
+    if not cols:
+        return []
+    return plot_series(series, cols, fig_dir / "group_shares.png", pdf)
+
+
+def _timeline(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
+    """Round 1 (round 0 if it is the only one) of each algorithm's first traced seed."""
+    out, done = [], set()
+    for alg, seed in runs(res):
+        f = res.dir / "trace" / f"{alg}_seed{seed}.csv"
+        if alg in done or not f.is_file():
+            continue
+        done.add(alg)
+        events = read_trace(f)
+        rnd = 1 if (events[:, 5] == 1).any() else 0
+        out += plot_timeline(events, rnd, fig_dir / f"timeline_{f.stem}.png", pdf)
+    return out
+
+
+def _partition(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
+    """From ``data`` (ClientData), else rebuilt from config.yaml, else the clients' training-set
+    sizes in clients.csv."""
+    path = fig_dir / "partition.png"
+    data = rebuild_data(res) if data is None else data
+    if data is not None:
+        return [plot_partition(data, path, pdf)] + ([path.with_suffix(".pdf")] if pdf else [])
+    cluster, group = client_table(res)
+    sizes = res.clients.sort_values("client")["n_train"].to_numpy()[:, None]
+    return draw_partition(sizes, cluster, group, path, False, pdf)
+
+
+FIGURES: dict[str, Callable[[Results, Path, bool, object], list[Path]]] = {
+    "accuracy": _accuracy, "collab": _collab, "graph": _graph, "scatter": _scatter,
+    "asymmetry": _asymmetry, "groups": _groups, "timeline": _timeline, "partition": _partition}
+KINDS = tuple(FIGURES)
+
+
+def write_run_figures(run_dir: str | Path, data=None, pdf: bool = False,
+                      only: str | Iterable[str] | None = None) -> list[Path]:
+    """Write every figure kind that applies to a results folder into ``RESULTS/figures/``
+    (PNG, and PDF with ``pdf``); ``only`` limits it to one kind or a list of kinds; ``data``
+    (the run's ClientData, optional) gives the partition figure its class counts. Returns the
+    paths written."""
+    res = Results(run_dir)
+    kinds = list(KINDS) if only is None else [only] if isinstance(only, str) else list(only)
+    bad = [k for k in kinds if k not in FIGURES]
+    if bad:
+        raise ValueError(f"figure kind {bad[0]!r}; allowed: {', '.join(KINDS)}")
+    fig_dir = res.dir / "figures"
+    return [p for k in kinds for p in FIGURES[k](res, fig_dir, pdf, data)]

@@ -1,53 +1,144 @@
-"""Figures from a results folder: accuracy vs rounds and vs simulated time, collaboration matrices."""
+"""Curves over seeds: accuracy vs rounds / simulated time / bytes, graph metrics over rounds, and
+the accuracy-vs-client-variance scatter. Bands and error bars are 95% Student-t confidence
+intervals of the mean over seeds (no band with one seed).
+"""
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from netsim.analysis.stats import mean_ci
+from netsim.plot.style import COLUMN, colours, new_figure, save, styled
+
+X_LABELS = {"round": "round", "sim_time": "simulated time [s]",
+            "bytes": "bytes sent by all nodes [MB]"}
 
 
-def _save(fig, path: Path, pdf: bool) -> list[Path]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150, bbox_inches="tight")
-    out = [path]
-    if pdf:
-        fig.savefig(path.with_suffix(".pdf"), bbox_inches="tight")
-        out.append(path.with_suffix(".pdf"))
-    plt.close(fig)
+def seed_bands(df: pd.DataFrame, keys: list[str], value: str,
+               extra: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Per ``keys`` group (one row per seed inside): ``mean``, ``lo``, ``hi`` of ``value``,
+    ``n`` seeds, and the mean of each ``extra`` column."""
+    rows = []
+    for key, g in df.groupby(keys, sort=True):
+        mean, lo, hi = mean_ci(g[value].to_numpy(float))
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(keys, key)), "mean": mean, "lo": lo, "hi": hi, "n": len(g),
+                     **{c: float(g[c].mean()) for c in extra}})
+    return pd.DataFrame(rows)
+
+
+def _legend(fig, ax, n: int) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center",
+                   ncol=min(n, 4))
+
+
+def _value_axis(value: str) -> tuple[float, str]:
+    return (100.0, "accuracy [%]") if value == "accuracy" else (1.0, value)
+
+
+@styled
+def plot_accuracy(curves: pd.DataFrame, path: str | Path, x: str = "round", pdf: bool = False,
+                  order: list[str] | None = None) -> list[Path]:
+    """Mean client test accuracy (loss for regression) vs ``x`` (``round``, ``sim_time`` or
+    ``bytes``), one line per algorithm, from :func:`netsim.analysis.report.accuracy_curves`;
+    x of a point is the mean over seeds of its simulated time / cumulative bytes."""
+    order = order or list(dict.fromkeys(curves["algorithm"]))
+    scale, label = _value_axis(curves.attrs.get("value", "accuracy"))
+    look = colours(order)
+    fig, ax = new_figure(COLUMN, 2.9)
+    for alg in order:
+        b = seed_bands(curves[curves["algorithm"] == alg], ["round"], "value",
+                       ("sim_time", "bytes"))
+        if b.empty:
+            continue
+        xs = b[x] / 1e6 if x == "bytes" else b[x]
+        colour, ls = look[alg]
+        ax.plot(xs, b["mean"] * scale, color=colour, ls=ls, label=alg)
+        if b["n"].max() > 1:
+            lo, hi = b["lo"] * scale, b["hi"] * scale
+            if scale == 100.0:                       # an accuracy band stays within [0, 100] %
+                lo, hi = lo.clip(0, 100), hi.clip(0, 100)
+            ax.fill_between(xs, lo, hi, color=colour, alpha=0.2, lw=0)
+    ax.set_xlabel(X_LABELS[x])
+    ax.set_ylabel(f"mean test {label}")
+    _legend(fig, ax, len(order))
+    return save(fig, path, pdf)
+
+
+def final_client_stats(metrics: pd.DataFrame, split: str = "test") -> pd.DataFrame:
+    """At each (algorithm, seed)'s last evaluation: ``mean`` and ``variance`` (ddof 0, as in
+    summary.json) over clients of the accuracy (loss for regression); ``attrs['value']``."""
+    m = metrics[metrics["split"] == split]
+    value = "accuracy" if m["accuracy"].notna().any() else "loss"
+    last = m.groupby(["algorithm", "seed"], sort=False)["round"].transform("max")
+    out = (m[m["round"] == last].groupby(["algorithm", "seed"], sort=False)[value]
+           .agg(mean="mean", variance=lambda v: float(np.var(v))).reset_index())
+    out.attrs["value"] = value
     return out
 
 
-def plot_accuracy(metrics, path: Path, x: str = "round", split: str = "test",
-                  pdf: bool = False) -> list[Path]:
-    """Mean client accuracy (loss for regression) vs ``x`` per algorithm; band = std over seeds."""
-    df = metrics[metrics["split"] == split]
-    value = "accuracy" if df["accuracy"].notna().any() else "loss"
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for alg, g in df.groupby("algorithm", sort=False):
-        per_seed = g.groupby(["seed", "round"])[[value, "sim_time"]].mean().reset_index()
-        curve = per_seed.groupby("round").agg(m=(value, "mean"), s=(value, "std"),
-                                              t=("sim_time", "mean")).reset_index()
-        xs = curve["round"] if x == "round" else curve["t"]
-        ax.plot(xs, curve["m"], label=alg)
-        if per_seed["seed"].nunique() > 1:
-            ax.fill_between(xs, curve["m"] - curve["s"], curve["m"] + curve["s"], alpha=0.2)
-    ax.set_xlabel("round" if x == "round" else "simulated time [s]")
-    ax.set_ylabel(f"mean {split} {value}")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return _save(fig, path, pdf)
+@styled
+def plot_scatter(final: pd.DataFrame, path: str | Path, pdf: bool = False,
+                 order: list[str] | None = None) -> list[Path]:
+    """Mean accuracy vs variance of the accuracy across clients, one point per algorithm with
+    95% CI error bars over seeds (DPFL Fig. 1): lower right is better."""
+    order = order or list(dict.fromkeys(final["algorithm"]))
+    scale, label = _value_axis(final.attrs.get("value", "accuracy"))
+    look = colours(order)
+    fig, ax = new_figure(COLUMN, 2.6)
+    for alg in order:
+        g = final[final["algorithm"] == alg]
+        if g.empty:
+            continue
+        mx, lx, hx = (v * scale for v in mean_ci(g["mean"]))
+        my, ly, hy = (v * scale ** 2 for v in mean_ci(g["variance"]))
+        ly = max(ly, 0.0)                                # a variance is never negative
+        ax.errorbar([mx], [my], xerr=[[mx - lx], [hx - mx]], yerr=[[my - ly], [hy - my]],
+                    fmt="o", color=look[alg][0], capsize=2, label=alg)
+        ax.annotate(alg, (mx, my), xytext=(3, 3), textcoords="offset points", fontsize=6)
+    unit = " [%²]" if scale != 1 else ""
+    ax.set_xlabel(f"mean test {label}")
+    ax.set_ylabel(f"variance across clients{unit}")
+    return save(fig, path, pdf)
 
 
-def plot_collaboration(w: np.ndarray, path: Path, title: str = "", pdf: bool = False) -> list[Path]:
-    """Heat map of a collaboration matrix (row i = weights client i gives to others)."""
-    fig, ax = plt.subplots(figsize=(3.6, 3.2))
-    im = ax.imshow(w, cmap="viridis", vmin=0)
-    ax.set_xlabel("client j")
-    ax.set_ylabel("client i")
-    ax.set_title(title, fontsize=9)
-    fig.colorbar(im, ax=ax, fraction=0.046)
-    return _save(fig, path, pdf)
+SERIES_LABELS = {"asymmetry": ("asymmetry [%]", 1.0), "sparsity": ("sparsity [%]", 100.0),
+                 "density": ("density [%]", 100.0), "reciprocity": ("reciprocity [%]", 100.0),
+                 "precision": ("edge precision [%]", 100.0), "recall": ("edge recall [%]", 100.0)}
+
+
+def _series_label(col: str) -> tuple[str, float]:
+    """Axis label and scale of a graph_series column (every one is a percentage; a share
+    ``share_a_uses_b`` is the share of group a's links that come from group b)."""
+    if col.startswith("share_"):
+        a, b = col[len("share_"):].split("_uses_")
+        return f"{a} \u2192 {b} links [%]", 100.0
+    return SERIES_LABELS[col]
+
+
+@styled
+def plot_series(series: dict[str, list[pd.DataFrame]], columns: list[str], path: str | Path,
+                pdf: bool = False) -> list[Path]:
+    """Graph metrics over rounds (one panel per column of
+    :func:`netsim.analysis.report.graph_series`), one line per algorithm, band over seeds."""
+    look = colours(list(series))
+    fig, axes = new_figure(COLUMN, 0.3 + 1.5 * len(columns), len(columns), 1, sharex=True,
+                           squeeze=False)
+    for ax, col in zip(axes[:, 0], columns):
+        ylabel, scale = _series_label(col)
+        for alg, frames in series.items():
+            df = pd.concat([f.assign(seed=k) for k, f in enumerate(frames)])
+            b = seed_bands(df, ["round"], col)
+            colour, ls = look[alg]
+            ax.plot(b["round"], b["mean"] * scale, color=colour, ls=ls, marker=".", label=alg)
+            if b["n"].max() > 1:
+                ax.fill_between(b["round"], (b["lo"] * scale).clip(0, 100),
+                                (b["hi"] * scale).clip(0, 100), color=colour,
+                                alpha=0.2, lw=0)
+        ax.set_ylabel(ylabel)
+    axes[-1, 0].set_xlabel("round")
+    _legend(fig, axes[0, 0], len(series))
+    return save(fig, path, pdf)
