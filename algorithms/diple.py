@@ -1,0 +1,397 @@
+"""DiPLe: learned directed collaboration graphs (Zheng, Naghizadeh, Yener), ALGORITHMS.md section 2.
+
+Client i keeps a local model ``w_loc,i`` (``self.bank``), a mixture minimiser ``w_i``
+(``self.mixer``) and row i of the directed graph ``A = [alpha_ij]`` with
+``alpha_ii + sum_j alpha_ij = 1``. Round r of Alg. 1, all clients batched:
+
+Stage I (learning the graph): E local SGD steps ``w_loc,i^{r,-1} -> w_loc,i^{r,0}``; every
+candidate j sends ``w_loc,j^{r,0}`` to i; for every delivered pair, bisection with threshold eps
+on ``a in [0, 1]`` minimising ``f_i((1 - a) w_loc,i^{r,0} + a w_loc,j^{r,0})`` (eq. 3), with
+``a < eps/2 -> 0``; the row is normalised. All bisections of all clients and candidates run as
+one batch: each iteration evaluates the [P, d] mixed models in one loss call with their owner's
+data.
+Stage II (learning on the fixed graph A^r), t = 0..T-1: one local SGD step
+``w_loc,i^{r,t} -> w_loc,i^{r,t+1}``; j sends ``w_loc,j^{r,t+1}`` along every edge alpha_ij > 0;
+``w_i <- w_i - eta alpha_ii grad f_i(alpha_ii w_i + sum_j alpha_ij w_loc,j)`` (eq. 4, with the
+chain rule of supplement eq. 8);
+``wbar_i^{r,t+1} = alpha_ii w_i^{r,t+1} + sum_j alpha_ij w_loc,j^{r,t+1}``.
+End of round: ``w_loc,i^{r+1,-1} = argmin f_i`` over ``{w_loc,i^{r,t}, wbar_i^{r,t}}_{t=1..T}``;
+this is also the personalised model that is evaluated (Alg. 1's output).
+
+The paper's ambiguities (ALGORITHMS.md 2.6) are options, defaults first:
+1. ``self_weight``: ``odds`` (``r_ij = a_ij / (1 - a_ij)`` with a <= 1 - eps,
+   ``alpha_ii = 1 / (1 + sum r)``, ``alpha_ij = r_ij / (1 + sum r)``: exact for one neighbour) or
+   ``raw`` (``alpha_ii = init_weight``, the row ``[alpha_ii, a_ij]`` normalised).
+2. ``search``: ``loss`` (dichotomous search: compare f_i at mid -/+ eps/4, keep the side holding
+   the minimiser; loss evaluations only) or ``gradient`` (bisection on the sign of
+   ``phi'(a) = <grad f_i((1-a) w_i + a w_j), w_j - w_i>``); both stop when the interval holding the
+   minimiser is shorter than eps and return 0 (1) when it still touches 0 (1). f_i is the full
+   ``bisection_split`` (default ``val``) or a fixed per-round batch of ``bisection_batch`` samples.
+3. ``unit`` of E: ``step`` (the text's "E SGD updates") or ``epoch``; stage II is T single steps.
+4. ``candidates`` (whose models a client evaluates): ``all`` (every peer every round: "stage I
+   learns a directed graph on all agents", N = 15), ``neighbours`` (Alg. 1 as written: the peers
+   with ``a_ij^{r-1} > 0``; an edge set to 0 is never re-evaluated) or ``sample`` (``sample_peers``
+   random peers per round, the row learned anew over them, as the paper's N = 100 runs; plus the
+   current in-neighbours with ``keep_neighbours``).
+5. ``mixture_init``: ``own`` (``w_i^{r,0} = w_loc,i^{r,0}``) or ``carry`` (last round's ``w_i``).
+6. ``grad_at``: eq. 4's gradient at the neighbours' ``w_loc,j^{r,t}`` as written (``previous``) or
+   at the fresh ``w_loc,j^{r,t+1}`` (``fresh``).
+7. ``select_on``: the end-of-round argmin on ``val`` (held out) or on the training split.
+
+Defaults: f_i of eq. 3 and of the selection is the held-out validation split and every peer is
+re-evaluated each round; ``{candidates: neighbours, bisection_split: train, select_on: train}`` is
+Alg. 1 read literally. With little data per client a local model fits its own training set
+better than any mixture, so on the training split every edge decays to 0 and the selection keeps
+the local model (DiPLe becomes Local; docs/papers/diple.md has the measurements).
+
+Over the simulated network: every model transfer is a message on a directed link (j pushes to
+i, which only needs the link j -> i), requested only along base-topology edges. A stage-I
+candidate whose model does not arrive keeps its previous coefficient. In stage II a missing
+neighbour model is replaced by the newest copy i holds (a ring buffer of the models sent in the
+exchanges of the last ``policy.max_staleness + 1`` rounds, indexed by the engine's staleness);
+rows are renormalised over the copies that are available.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from algorithms import register
+from algorithms.base import Algorithm
+from netsim.errors import ConfigError
+from netsim.runtime.mixing import mix
+from netsim.schema import Field
+from netsim.sim.engine import ExchangeResult
+
+#: Upper bound on the floats of one [P, d] block of mixed models in the bisection (memory).
+BISECTION_FLOATS = 2 ** 24
+
+
+def bisection_iterations(eps: float, search: str) -> int:
+    """Iterations until the interval holding the minimiser is at most eps long.
+
+    ``gradient`` halves the interval: ``2^-k <= eps``. ``loss`` keeps ``w/2 + eps/4`` of a width w:
+    ``w_k = eps/2 + (1 - eps/2) 2^-k <= eps``.
+    """
+    if search == "gradient":
+        return max(1, math.ceil(math.log2(1.0 / eps) - 1e-9))
+    return max(1, math.ceil(math.log2((2.0 - eps) / eps) - 1e-9))
+
+
+def bisect(phi, n: int, eps: float, search: str, device=None) -> Tensor:
+    """Minimise n convex functions of a in [0, 1] at once (eq. 3), to within eps.
+
+    ``phi(a: Tensor[k * n]) -> Tensor[k * n]``: with ``search="loss"`` the values of the n
+    functions at ``k = 2`` stacked points per function; with ``"gradient"`` their derivatives
+    (k = 1). Returns ``a[n]``: 0 (1) when the final interval still touches 0 (1), else its midpoint;
+    values below eps/2 are set to 0.
+    """
+    lo = torch.zeros(n, dtype=torch.float64, device=device)
+    hi = torch.ones(n, dtype=torch.float64, device=device)
+    delta = eps / 4.0
+    for _ in range(bisection_iterations(eps, search)):
+        mid = (lo + hi) / 2
+        if search == "loss":
+            f = phi(torch.cat([mid - delta, mid + delta]))
+            left = f[:n] <= f[n:]                      # the minimiser lies at or below mid + delta
+            lo, hi = torch.where(left, lo, mid - delta), torch.where(left, mid + delta, hi)
+        else:
+            left = phi(mid) > 0
+            lo, hi = torch.where(left, lo, mid), torch.where(left, mid, hi)
+    a = torch.where(lo <= 0, torch.zeros_like(lo), torch.where(hi >= 1, torch.ones_like(hi),
+                                                                (lo + hi) / 2))
+    return torch.where(a < eps / 2, torch.zeros_like(a), a)
+
+
+def normalise_rows(a: np.ndarray, self_weight: str, init_weight: float, eps: float) -> np.ndarray:
+    """Row-stochastic A from the pairwise coefficients ``a_ij`` (ALGORITHMS.md 2.6.1)."""
+    if self_weight == "odds":
+        c = np.minimum(a, 1.0 - eps)
+        A, diag = c / (1.0 - c), 1.0
+    else:
+        A, diag = a.astype(float).copy(), init_weight
+    np.fill_diagonal(A, diag)
+    return A / A.sum(axis=1, keepdims=True)
+
+
+class Mailbox:
+    """The newest copy of every sender's model at every receiver.
+
+    A ring buffer keeps the models sent in the last ``depth`` exchanges (all senders send their
+    current model, so one ``[N, d]`` snapshot per exchange); ``got[i, j]`` is the exchange whose
+    copy of j's model i holds (-1: none). Copies that arrive late in a later round (deadline with
+    ``late: stale``, async) are found from the engine's staleness.
+    """
+
+    def __init__(self, n: int, depth: int):
+        self.got = np.full((n, n), -1)
+        self.ring: deque = deque(maxlen=depth)      # (exchange id, round, models, late)
+        self.round_of: list[int] = []               # round of every exchange id
+
+    def post(self, ex: ExchangeResult, models: Tensor, rnd: int) -> None:
+        """Record one exchange of ``models`` (the senders' models, ``[N, d]``) in round ``rnd``."""
+        e = len(self.round_of)
+        self.round_of.append(rnd)
+        self.ring.append((e, rnd, models, ex.late))
+        self.got[ex.delivered] = e
+        rounds = np.asarray(self.round_of + [-1])[self.got]        # got = -1 -> round -1
+        copy_round = np.where(ex.staleness >= 0, rnd - ex.staleness, -1)
+        newer = copy_round > rounds
+        for e2, r2, _, late in self.ring:                           # oldest first: newest wins
+            self.got[newer & late & (copy_round == r2)] = e2
+
+    def usable(self, ex: ExchangeResult) -> np.ndarray:
+        """``[dst, src]``: a copy is available to the engine's policy and still in the buffer."""
+        return ex.available & (self.got >= self.ring[0][0])
+
+    def mix(self, weights: np.ndarray, like: Tensor) -> Tensor:
+        """``sum_j weights[i, j] copy_ij`` for every receiver i (zero weight where no copy)."""
+        out = torch.zeros_like(like)
+        for e, _, models, _ in self.ring:
+            w = np.where(self.got == e, weights, 0.0)
+            if w.any():
+                out += mix(w, models)
+        return out
+
+
+@register("diple")
+class DiPLe(Algorithm):
+    """DiPLe: bisection-learned directed graph + mixture-minimiser training (Alg. 1)."""
+
+    fields = {
+        "epsilon": Field("float", 0.05, "bisection threshold eps (eq. 3); a < eps/2 is set to 0",
+                         lo=0, hi=0.5, lo_open=True),
+        "stage2_steps": Field("int", 5, "T: stage-II steps per round", lo=1),
+        "init_weight": Field("float", 0.5, "entries of A^0 (coefficient of a never-evaluated peer)",
+                             lo=0, hi=1, lo_open=True),
+        "self_weight": Field("str", "odds", "alpha_ii (2.6.1): odds r_ij = a_ij/(1-a_ij), "
+                             "alpha_ii = 1/(1+sum r); raw: alpha_ii = init_weight, row normalised",
+                             choices=("odds", "raw")),
+        "search": Field("str", "loss", "bisection test (2.6.2): loss (compare f_i at mid -/+ "
+                        "eps/4) or gradient (sign of phi'(mid))", choices=("loss", "gradient")),
+        "bisection_split": Field("str", "val", "data of f_i in the bisection (eq. 3)",
+                                 choices=("val", "train")),
+        "bisection_batch": Field("int", None, "samples per client for f_i in the bisection, fixed "
+                                 "within a round; null = the whole split", lo=1, nullable=True),
+        "unit": Field("str", "step", "unit of E (2.6.3): step or epoch", choices=("step", "epoch")),
+        "candidates": Field("str", "all", "peers evaluated in stage I (2.6.4): all, neighbours "
+                            "(a_ij^{r-1} > 0, Alg. 1) or sample (sample_peers random peers)",
+                            choices=("all", "neighbours", "sample")),
+        "sample_peers": Field("int", 20, "m: random candidates per round with candidates: sample "
+                              "(paper N = 100: 20)", lo=1),
+        "keep_neighbours": Field("bool", False, "candidates: sample also re-evaluates the current "
+                                 "in-neighbours instead of learning the row anew"),
+        "mixture_init": Field("str", "own", "w_i at the start of stage II (2.6.5): own = "
+                              "w_loc,i^{r,0}; carry = last round's", choices=("own", "carry")),
+        "grad_at": Field("str", "previous", "neighbour models in eq. 4 (2.6.6): previous = "
+                         "w_loc,j^{r,t} as written; fresh = w_loc,j^{r,t+1}",
+                         choices=("previous", "fresh")),
+        "select_on": Field("str", "val", "f_i of the end-of-round selection (2.6.7)",
+                           choices=("val", "train")),
+        "mixture_lr": Field("float", None, "eta of eq. 4; null = train.lr", lo=0, lo_open=True,
+                            nullable=True),
+    }
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        p, n = self.p, self.n
+        self.bank = self.new_bank()                         # w_loc
+        self.mixer = self.bank.flat.clone()                 # w_i
+        self.eps = p["epsilon"]
+        self.T = p["stage2_steps"]
+        self.reach = self.sim.adjacency.T.copy()            # [dst, src] base-topology in-edges
+        self.a = np.where(self.reach, p["init_weight"], 0.0)    # pairwise coefficients a_ij
+        self.A = self.normalise(self.a)
+        self.mail = Mailbox(n, (self.policy.max_staleness + 1) * (self.T + 1))
+        n_train = self.data.n["train"].cpu().numpy()
+        per_epoch = np.ceil(n_train / self.train["batch_size"])
+        self.e_steps = self.train["local_steps"] * (per_epoch if p["unit"] == "epoch" else 1)
+        self.select_data = self.data.full(p["select_on"])
+        self.lr2 = p["mixture_lr"] or self.train["lr"]
+
+    @classmethod
+    def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
+        m, n, sampled = spec["sample_peers"], cfg["clients"], spec["candidates"] == "sample"
+        if sampled and m > n - 1:
+            raise ConfigError(f"{path}.sample_peers", m, f"an int in [1, {n - 1}] (clients - 1)")
+        if spec["keep_neighbours"] and not sampled:
+            raise ConfigError(f"{path}.keep_neighbours", True, "false",
+                              "it applies with candidates: sample")
+        if spec["search"] == "gradient" and spec["bisection_batch"] is None:
+            raise ConfigError(f"{path}.bisection_batch", None, "an int >= 1",
+                              "search: gradient differentiates f_i on a fixed batch")
+        uses_val = "val" in (spec["bisection_split"], spec["select_on"])
+        if uses_val and cfg["data"]["val_fraction"] == 0:
+            raise ConfigError("data.val_fraction", 0.0, "a float in (0, 1)",
+                              f"{path} evaluates f_i on the validation split")
+
+    # ------------------------------------------------------------------ graph
+    def normalise(self, a: np.ndarray) -> np.ndarray:
+        return normalise_rows(a, self.p["self_weight"], self.p["init_weight"], self.eps)
+
+    def candidates(self) -> np.ndarray:
+        """``[dst, src]``: the peers whose model each client evaluates this round."""
+        mode = self.p["candidates"]
+        if mode != "sample":
+            return self.reach & (self.a > 0) if mode == "neighbours" else self.reach.copy()
+        keys = np.where(self.reach, self.rng.random((self.n, self.n)), np.inf)
+        pick = (keys.argsort(axis=1).argsort(axis=1) < self.p["sample_peers"]) & self.reach
+        return pick | ((self.a > 0) & self.reach) if self.p["keep_neighbours"] else pick
+
+    def bisection_data(self, owner: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        """The data of each pair's owner: a fixed batch per client (mask None) or its full split."""
+        split, b = self.p["bisection_split"], self.p["bisection_batch"]
+        if b is not None:
+            x, y = self.data.sample_batch(split, b, self.gen)
+            return x[owner], y[owner], None
+        x, y, mask = self.data.full(split)
+        return x[owner], y[owner], mask[owner]
+
+    def learn_weights(self, owner: Tensor, peer: Tensor, models: Tensor) -> Tensor:
+        """eq. 3 for every pair (owner i, peer j) at once, in blocks of at most BISECTION_FLOATS."""
+        out = torch.empty(len(owner), dtype=torch.float64, device=self.device)
+        block = max(1, BISECTION_FLOATS // (2 * self.bank.d))     # pairs per block
+        x_all, y_all, m_all = self.bisection_data(owner)
+        reps = 2 if self.p["search"] == "loss" else 1    # points per pair and iteration
+        for s in range(0, len(owner), block):
+            sl = slice(s, s + block)
+            own = self.bank.flat[owner[sl]]
+            diff = models[peer[sl]] - own
+            k = len(own)
+            rows = torch.empty(reps * k, self.bank.d, dtype=own.dtype, device=self.device)
+            c = owner[sl].repeat(reps)
+            x = x_all[sl].repeat(reps, *[1] * (x_all.dim() - 1))
+            y = y_all[sl].repeat(reps, *[1] * (y_all.dim() - 1))
+            mask = None if m_all is None else m_all[sl].repeat(reps, 1)
+
+            def phi(a: Tensor) -> Tensor:
+                a = a.to(own.dtype)[:, None]
+                for r in range(reps):                     # rows = (1 - a) w_i + a w_j
+                    torch.addcmul(own, a[r * k:(r + 1) * k], diff, out=rows[r * k:(r + 1) * k])
+                if self.p["search"] == "gradient":
+                    return (self.bank.grad(x, y, clients=c, flat=rows)[1] * diff).sum(1).double()
+                if mask is None:
+                    return self.bank.loss(x, y, clients=c, flat=rows).double()
+                return self.bank.evaluate(x, y, mask, clients=c, flat=rows)[1].double()
+
+            with torch.no_grad():
+                out[sl] = bisect(phi, k, self.eps, self.p["search"], self.device)
+        return out
+
+    def eval_steps(self, split_sizes: np.ndarray, models: np.ndarray,
+                   forward_only: bool) -> np.ndarray:
+        """Simulated compute of evaluating ``models[i]`` models on ``split_sizes[i]`` samples, in
+        local-step units (a forward pass is a third of a training step)."""
+        b = self.train["batch_size"]
+        return models * split_sizes / b / (3.0 if forward_only else 1.0)
+
+    # ------------------------------------------------------------------ stages
+    def stage_one(self, alive: np.ndarray) -> ExchangeResult:
+        """E local steps, candidate models sent, bisection of every delivered pair (eq. 3)."""
+        comp = self.compute_phase(active=alive, steps=self.e_steps)
+        done = comp.finished[: self.n]
+        for s in range(int(np.max(self.e_steps))):
+            self.local_sgd(self.bank, 1, clients=self.index(done & (self.e_steps > s), self.device))
+        cand = self.candidates()
+        ex = self.exchange(cand & done[None, :], self.bank.size_bytes, ready=comp.finish_time)
+        models = self.bank.flat.clone()
+        self.mail.post(ex, models, self.sim.round)
+        fresh = ex.delivered[: self.n, : self.n] & done[:, None]
+
+        split, b = self.p["bisection_split"], self.p["bisection_batch"]
+        sizes = self.data.n[split].cpu().numpy() if b is None else np.full(self.n, b)
+        iters = bisection_iterations(self.eps, self.p["search"])
+        per_iter = 2 if self.p["search"] == "loss" else 1
+        self.compute_phase(active=fresh.any(1),
+                           steps=self.eval_steps(sizes, iters * per_iter * fresh.sum(1),
+                                                 self.p["search"] == "loss"))
+        a = np.where(cand, self.a, 0.0)               # not evaluated: keep a_ij^{r-1}
+        owner, peer = np.nonzero(fresh)
+        if owner.size:
+            learned = self.learn_weights(torch.as_tensor(owner, device=self.device),
+                                         torch.as_tensor(peer, device=self.device), models)
+            a[owner, peer] = learned.cpu().numpy()
+        self.a = a
+        self.A = self.normalise(a)
+        return ex
+
+    def neighbours(self, ex: ExchangeResult) -> tuple[Tensor, Tensor]:
+        """A's rows renormalised over the available copies: ``(alpha_ii [N], sum_j alpha_ij
+        w_loc,j [N, d])``."""
+        w = self.A * self.mail.usable(ex)
+        np.fill_diagonal(w, 0.0)
+        own = np.diag(self.A)
+        total = own + w.sum(1)
+        self_w = torch.as_tensor(own / total, dtype=self.mixer.dtype, device=self.device)
+        return self_w, self.mail.mix(w / total[:, None], self.mixer)
+
+    def share(self, ready: np.ndarray, done: np.ndarray) -> ExchangeResult:
+        """Every client that finished sends its local model along its out-edges of A."""
+        edges = (self.A > 0) & self.reach
+        ex = self.exchange(edges & done[None, :], self.bank.size_bytes, ready=ready)
+        self.mail.post(ex, self.bank.flat.clone(), self.sim.round)
+        return ex
+
+    def mixture_step(self, done: np.ndarray, self_w: Tensor, nb: Tensor) -> None:
+        """eq. 4: ``w_i <- w_i - eta alpha_ii grad f_i(alpha_ii w_i + sum_j alpha_ij w_loc,j)``."""
+        idx = self.index(done, self.device)
+        if len(idx) == 0:
+            return
+        x, y = self.data.sample_batch("train", self.train["batch_size"], self.gen, idx)
+        point = self_w[idx, None] * self.mixer[idx] + nb[idx]
+        _, g = self.bank.grad(x, y, clients=idx, flat=point)
+        self.mixer[idx] -= self.lr2 * self_w[idx, None] * g
+
+    def round(self, t: int) -> None:
+        n = self.n
+        alive = self.sim.alive()[:n]
+        ex = self.stage_one(alive)
+        delivered = ex.delivered[:n, :n].copy()
+        if self.p["mixture_init"] == "own":
+            self.mixer.copy_(self.bank.flat)
+        self_w, nb = self.neighbours(ex)
+        fresh = self.p["grad_at"] == "fresh"
+        worked = np.zeros(n, bool)
+        locs, bars = [], []
+        for _ in range(self.T):
+            comp = self.compute_phase(active=self.sim.alive()[:n], steps=1 if fresh else 2)
+            done = comp.finished[:n]
+            self.local_sgd(self.bank, 1, clients=self.index(done, self.device))
+            if fresh:
+                ex = self.share(comp.finish_time, done)
+                self_w, nb = self.neighbours(ex)
+                done = self.compute_phase(active=done, steps=1).finished[:n]
+            self.mixture_step(done, self_w, nb)
+            if not fresh:
+                ex = self.share(comp.finish_time, done)
+                self_w, nb = self.neighbours(ex)
+            delivered |= ex.delivered[:n, :n]
+            worked |= done
+            locs.append(self.bank.flat.clone())
+            bars.append(self_w[:, None] * self.mixer + nb)
+        self.log_links(delivered)
+        self.select(locs + bars, worked)
+
+    def select(self, cands: list[Tensor], worked: np.ndarray) -> None:
+        """``w_loc,i <- argmin f_i`` over the round's local and mixture models (end of Alg. 1)."""
+        split_n = self.data.n[self.p["select_on"]].cpu().numpy()
+        steps = self.eval_steps(split_n, np.full(self.n, len(cands)), True)
+        self.compute_phase(active=worked, steps=steps)
+        x, y, mask = self.select_data
+        losses = torch.stack([self.bank.evaluate(x, y, mask, flat=c)[1] for c in cands])
+        best = losses.argmin(0)
+        idx = self.index(worked, self.device)
+        chosen = torch.stack(cands)[best, torch.arange(self.n, device=self.device)]
+        self.bank.flat[idx] = chosen[idx]
+        self.bank.reset_momentum(self.index(worked & (best.cpu().numpy() != self.T - 1),
+                                            self.device))
+
+    def personal_models(self) -> Tensor:
+        return self.bank.flat
+
+    def collaboration(self) -> np.ndarray:
+        return self.A
