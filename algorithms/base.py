@@ -132,6 +132,11 @@ class Algorithm:
         """Row i = weights client i gives to the others (None where it has none)."""
         return None
 
+    def extra_arrays(self) -> dict[str, dict[str, np.ndarray]]:
+        """Algorithm-specific arrays for the results: ``{kind: {name: array}}`` is written to
+        ``<kind>/<label>_seed<k>.npz`` at the end of the run (e.g. PDBO's outer weights)."""
+        return {}
+
     @classmethod
     def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
         """Raise ConfigError for impossible combinations of this algorithm with the scenario."""

@@ -70,6 +70,8 @@ class Recorder:
             self.writer.write_arrays("links", self.label, self.seed,
                                      delivered=np.stack(alg.links_log),
                                      rounds=np.arange(len(alg.links_log)))
+        for kind, arrays in alg.extra_arrays().items():
+            self.writer.write_arrays(kind, self.label, self.seed, **arrays)
         if alg.sim.peer_history:
             self.writer.write_arrays("accounting", self.label, self.seed,
                                      peers=np.stack(alg.sim.peer_history),

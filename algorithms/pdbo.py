@@ -1,0 +1,309 @@
+"""PDBO-MTL: personalised decentralised bilevel optimisation solved by SGP and Hyper-Gradient Push
+(Terashita & Hara, seed 004; ALGORITHMS.md section 4).
+
+Each agent i predicts with a softmax(lambda_i)-weighted mixture of K base learners
+(:class:`netsim.models.ensemble.EnsembleModel`). The learners x = (theta_1..theta_K) are the
+inner, consensus parameters (problem (1), solved by SGP on the realised directed links); lambda_i
+is agent i's personal outer parameter, optimised with Adam against the *sum* of all agents' outer
+costs (PDBO, eq. 4a / 6). One round of the schedule is one outer step t_h (v2 code,
+ALGORITHMS.md 4.5):
+
+1. re-initialise the learners (``reinit``) and replay the same mini-batch order
+   (``fixed_batches``);
+2. T inner steps (``inner_steps``) in the Nedić–Olshevsky form (App. A.3):
+   ``z_i <- sum_j p_{j->i} z_j - gamma_t (grad_x f_i(z_i / w_i, lambda_i; xi) + wd x_i)``,
+   ``w <- P w``, with gamma_t = train.lr times 0.1 at each of the last ``decay_last`` steps;
+   every push goes through the engine and SGP's on-time arrivals feed the edge statistics
+   p_bar, delta_bar (:class:`algorithms.hgp.EdgeStats`);
+3. the personal models (x_i = z_i / w_i, lambda_i) are evaluated on validation; ``select:
+   best_val`` keeps those of the best outer step so far (the paper reports test accuracy at the
+   outer step with the best validation accuracy);
+4. the hyper-gradient: ``hgp`` runs M Hyper-Gradient Push steps (Alg. 2, one engine exchange of
+   u per step), ``local`` takes the local outer gradient d_lambda F_bar only (PDBO-MTL (local),
+   M = 0), ``none`` never updates lambda (uniform weights: the SGP and Local baselines, for
+   which the inner problem is solved once, in round 0);
+5. an Adam step on every lambda_i whose hyper-gradient is finite. The last round skips 4-5: its
+   update would never be evaluated.
+
+Outer cost (v2 code): ``F_i(x_i, lambda_i) = (NLL of the mixture on i's whole train split +
+rho / 2 ||lambda_i||^2) / N``; inner cost f_i = NLL on a mini-batch + train.weight_decay / 2
+||x_i||^2 (the paper's inner L2 1e-3). One gradient step per push: ``train.local_steps`` is not
+used.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from algorithms import register
+from algorithms.base import Algorithm
+from algorithms.hgp import EdgeStats, expected_push_weights, grad_vjp, hgp_step, hgp_weights
+from algorithms.sgp import push_sum_step, push_sum_weights
+from netsim.data.datasets import dataset_info
+from netsim.errors import ConfigError
+from netsim.models.ensemble import EnsembleModel
+from netsim.runtime import ClientBank
+from netsim.schema import Field
+
+HGP_FIELDS = {
+    "neumann_steps": Field("int", 20, "M, HGP steps per outer step (Table 2: 200 for EMNIST, "
+                           "20 otherwise)", lo=0),
+    "hgp_lr": Field("float", None, "gamma of the SGP map differentiated by HGP; null = the last "
+                    "inner step's (decayed) learning rate, as the v2 code", lo=0.0, lo_open=True,
+                    nullable=True),
+    "same_sample": Field("bool", True, "one mini-batch for both Jacobians per HGP step (App. "
+                         "A.3, the authors' runs); false = independent batches (Alg. 2)"),
+    "edge_stats": Field("str", "estimated", "p_bar and delta_bar: estimated from SGP's on-time "
+                        "arrivals (v2 code), or known from the link and loss models",
+                        choices=("estimated", "known")),
+}
+
+COMMON_FIELDS = {
+    "learners": Field("int", 3, "K base learners per ensemble (Sec. 5)", lo=1),
+    "inner": Field("str", "sgp", "inner solver: sgp (push-sum over the realised directed links) "
+                   "or local (local SGD, no communication)", choices=("sgp", "local")),
+    "inner_steps": Field("int", 200, "T inner steps per outer step (Table 2: 600 / 1200)", lo=1),
+    "decay_last": Field("list", [100, 50], "inner lr x0.1 at each of the last ... steps "
+                        "(App. A.3: the last 100 and the last 50)", item="int", lo=1),
+    "outer_lr": Field("float", 1.0, "Adam learning rate of lambda (Table 2: 1.0; v2 code 0.1 for "
+                      "EMNIST and CIFAR-10)", lo=0.0),
+    "outer_weight_decay": Field("float", 0.01, "rho: L2 of lambda_i in F_i (Table 2)", lo=0.0),
+    "adam_betas": Field("list", [0.9, 0.99], "Adam (beta1, beta2): paper (0.9, 0.99); v2 code "
+                        "the torch default (0.9, 0.999)", item="float", lo=0.0, hi=0.999999),
+    "outer_split": Field("str", "train", "data of the outer cost F_i: train (paper and code) or "
+                         "val", choices=("train", "val")),
+    "reinit": Field("bool", True, "re-initialise the learners before every outer step (v2 code); "
+                    "false = warm start"),
+    "fixed_batches": Field("bool", True, "replay the same mini-batch sequence in every outer step "
+                           "(v2 code: fixed seed)"),
+    "select": Field("str", "best_val", "reported personal models: the outer step with the best "
+                    "mean validation accuracy so far (paper), or the last",
+                    choices=("best_val", "last")),
+}
+
+
+@register("pdbo_mtl")
+class PDBOMTL(Algorithm):
+    """PDBO-MTL: ensembles with personal weights, learners by SGP, weights by HGP (seed 004)."""
+
+    fields = {**COMMON_FIELDS,
+              "hypergradient": Field("str", "hgp", "hgp (Alg. 2), local (d_lambda F_bar only = "
+                                     "PDBO-MTL (local)) or none (uniform weights: the SGP / Local "
+                                     "baselines)", choices=("hgp", "local", "none")),
+              **HGP_FIELDS}
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.mode = self.p.get("hypergradient", "local")
+        self.model = EnsembleModel(ctx.model, self.p["learners"])
+        self.bank = ClientBank(self.model, self.n, self.device, ctx.streams.torch("init", "cpu"),
+                               task=self.data.task, loss_scale=self.data.loss_scale)
+        self.dx = self.model.inner_dim
+        self.x0 = self.bank.flat[:, : self.dx].clone()
+        self.lam = self.bank.flat[:, self.dx:].clone()
+        self.z, self.w = self.x0.clone(), torch.ones(self.n, 1, device=self.device)
+        self.adam = _Adam(self.lam, self.p["outer_lr"], tuple(self.p["adam_betas"]))
+        self.current = self.bank.flat.clone()
+        self.best: tuple[float, Tensor] | None = None
+        self.val_history: list[float] = []
+        self.weights_history: list[np.ndarray] = []
+        self.last_mixing = np.eye(self.n)
+        self._gen_state = self.gen.get_state()
+        self._val = self.data.full("val")
+        self._outer_data = self.data.full(self.p["outer_split"])
+        floats = self.bank.flat.element_size()
+        self.sgp_bytes, self.u_bytes = floats * (self.dx + 1), floats * self.dx
+
+    @classmethod
+    def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
+        if dataset_info(cfg["data"]["dataset"]).task != "classification":
+            raise ConfigError("data.dataset", cfg["data"]["dataset"]["name"],
+                              "a classification dataset (PDBO-MTL mixes class probabilities)")
+        train = spec["train"]
+        if train["momentum"]:
+            raise ConfigError(f"{path}.train.momentum", train["momentum"], "0 (HGP differentiates "
+                              "the plain SGP step)")
+        if train["clip"] is not None:
+            raise ConfigError(f"{path}.train.clip", train["clip"], "null (HGP differentiates the "
+                              "unclipped SGP step)")
+        if len(spec["adam_betas"]) != 2:
+            raise ConfigError(f"{path}.adam_betas", spec["adam_betas"], "two floats in [0, 1)")
+        for k, last in enumerate(spec["decay_last"]):
+            if last > spec["inner_steps"]:
+                raise ConfigError(f"{path}.decay_last[{k}]", last,
+                                  f"at most inner_steps = {spec['inner_steps']}")
+        if spec.get("hypergradient", "local") == "hgp" and spec["inner"] != "sgp":
+            raise ConfigError(f"{path}.inner", spec["inner"], "sgp with hypergradient: hgp (the "
+                              "local SGD map has no cross-agent terms; use hypergradient: local)")
+
+    # ------------------------------------------------------------------ the outer step
+    def round(self, t: int) -> None:
+        if self.mode == "none" and t > 0:
+            return                                  # lambda never moves: nothing left to solve
+        if self.p["fixed_batches"]:
+            self.gen.set_state(self._gen_state)
+        if self.p["reinit"] or t == 0:
+            self.z, self.w = self.x0.clone(), torch.ones_like(self.w)
+        stats = self.solve_inner()
+        x = self.z / self.w
+        self._remember(x)
+        if self.mode != "none" and t + 1 < self.ctx.cfg["schedule"]["rounds"]:
+            grad = self.hypergradient(x, stats)
+            self.adam.step(grad, torch.isfinite(grad).all(1))
+            self.lam = self.adam.param
+
+    # ------------------------------------------------------------------ inner problem: SGP
+    def _inner_grad_fn(self, xb: Tensor, yb: Tensor):
+        """``(x, lam) -> grad_x f(x, lam; xi)`` for all agents: mixture NLL + wd / 2 ||x||^2."""
+        wd = self.train["weight_decay"]
+
+        def f(x: Tensor, lam: Tensor) -> Tensor:
+            return (self.bank.loss_fn(torch.cat([x, lam], 1), xb, yb).sum()
+                    + 0.5 * wd * x.pow(2).sum())
+        return torch.func.grad(f, argnums=0)
+
+    def inner_lr(self, step: int) -> float:
+        """train.lr x 0.1 per milestone of ``decay_last`` reached (App. A.3)."""
+        left = self.p["inner_steps"] - step
+        return self.train["lr"] * 0.1 ** sum(left <= last for last in self.p["decay_last"])
+
+    def solve_inner(self) -> EdgeStats | None:
+        """T inner steps from the current (z, w) with lambda fixed; returns SGP's edge stats."""
+        sgp = self.p["inner"] == "sgp"
+        stats = EdgeStats(self.n) if sgp else None
+        mixing = np.zeros((self.n, self.n))
+        eye = np.eye(self.n, dtype=bool)
+        delivered = np.zeros((self.n, self.n), bool)
+        for s in range(self.p["inner_steps"]):
+            t0 = self.sim.now
+            done = self.compute_phase(active=self.sim.alive(), steps=1).finished[: self.n]
+            xb, yb = self.data.sample_batch("train", self.train["batch_size"], self.gen)
+            g = self._inner_grad_fn(xb, yb)(self.z / self.w, self.lam)
+            mask = torch.as_tensor(done, dtype=g.dtype, device=self.device)[:, None]
+            update = self.inner_lr(s) * mask * g
+            if sgp:  # the pre-step (z, w) goes out while the gradient is computed (Nedić form)
+                ex = self.exchange(self.sim.adjacency.T & done[None, :], self.sgp_bytes,
+                                   ready=np.full(self.n, t0))
+                push = push_sum_weights(ex.link_up)
+                d = push * (ex.delivered | eye)
+                stats.update(push, ex.delivered, done)
+                mixing += d
+                delivered = ex.delivered
+                self.z, self.w = push_sum_step(self.z, self.w, torch.as_tensor(
+                    d, dtype=self.z.dtype, device=self.device))
+            self.z = self.z - update
+        if sgp:
+            self.log_links(delivered)
+            self.last_mixing = mixing / self.p["inner_steps"]
+        return stats
+
+    # ------------------------------------------------------------------ outer problem
+    def _outer_cost(self, x: Tensor, lam: Tensor) -> Tensor:
+        """F_bar = sum_i F_i: (mixture NLL on i's outer split + rho / 2 ||lambda_i||^2) / N."""
+        xs, ys, mask = self._outer_data
+        logp = self.model.forward(self.bank.params(torch.cat([x, lam], 1)), xs)
+        nll = -logp.gather(-1, ys.unsqueeze(-1)).squeeze(-1)
+        per_agent = (nll * mask).sum(1) / mask.sum(1).clamp(min=1) * self.bank.loss_scale
+        rho = self.p["outer_weight_decay"]
+        return (per_agent + 0.5 * rho * lam.pow(2).sum(1)).sum() / self.n
+
+    def edge_statistics(self, stats: EdgeStats | None) -> tuple[np.ndarray, np.ndarray]:
+        """``(p_bar, delta_bar)``, receiver-major: estimated during SGP, or from the models."""
+        if self.p["edge_stats"] == "estimated":
+            return stats.p_bar(), stats.delta_bar()
+        avail = self.sim.links.availability() * self.sim.adjacency
+        return expected_push_weights(avail), (avail * (1.0 - self.sim.loss.probability())).T
+
+    def hypergradient(self, x: Tensor, stats: EdgeStats | None) -> Tensor:
+        """Estimate of d_{lambda_i} F_bar for every agent (Alg. 2; M = 0 for ``local``)."""
+        gx, gl = torch.func.grad(self._outer_cost, argnums=(0, 1))(x, self.lam)
+        if self.mode == "local":
+            return gl
+        u, v = gx / self.w, gl
+        p_bar, delta_bar = self.edge_statistics(stats)
+        gamma = self.p["hgp_lr"] or self.inner_lr(self.p["inner_steps"])
+        for _ in range(self.p["neumann_steps"]):
+            t0 = self.sim.now
+            done = self.compute_phase(active=self.sim.alive(), steps=1).finished[: self.n]
+            ex = self.exchange(self.sim.adjacency.T & done[None, :], self.u_bytes,
+                               ready=np.full(self.n, t0))
+            c = torch.as_tensor(hgp_weights(p_bar, delta_bar, ex.delivered), dtype=u.dtype,
+                                device=self.device)
+            hvp, mixed = self.products(x, u)
+            u_new, v_new = hgp_step(u, v, c, hvp, mixed, gamma, self.w)
+            keep = torch.as_tensor(done, device=self.device)[:, None]
+            u, v = torch.where(keep, u_new, u), torch.where(keep, v_new, v)
+        return v
+
+    def products(self, x: Tensor, u: Tensor) -> tuple[Tensor, Tensor]:
+        """``(H u, (d_lambda grad_x f)^T u)`` on one mini-batch (``same_sample``) or two."""
+        batch = self.train["batch_size"]
+        xb, yb = self.data.sample_batch("train", batch, self.gen)
+        hvp, mixed = grad_vjp(self._inner_grad_fn(xb, yb), x, self.lam, u)
+        if not self.p["same_sample"]:
+            xb, yb = self.data.sample_batch("train", batch, self.gen)
+            _, mixed = grad_vjp(self._inner_grad_fn(xb, yb), x, self.lam, u)
+        return hvp, mixed
+
+    # ------------------------------------------------------------------ reporting
+    def _remember(self, x: Tensor) -> None:
+        """Evaluate this outer step on validation; keep the best one (ties: the earliest)."""
+        self.current = torch.cat([x, self.lam], 1)
+        acc, _ = self.bank.evaluate(*self._val, flat=self.current)
+        score = float(acc.mean())
+        self.val_history.append(score)
+        self.weights_history.append(self.outer_weights())
+        if self.best is None or score > self.best[0]:
+            self.best = (score, self.current.clone())
+
+    def outer_weights(self) -> np.ndarray:
+        """softmax(lambda_i) of every agent, ``[N, K]`` (the ensemble weights)."""
+        return torch.softmax(self.lam, 1).cpu().numpy()
+
+    def personal_models(self) -> Tensor:
+        if self.p["select"] == "best_val" and self.best is not None:
+            return self.best[1]
+        return self.current
+
+    def collaboration(self) -> np.ndarray:
+        """Mean realised SGP mixing matrix of the last inner solve (identity for local)."""
+        return self.last_mixing
+
+    def extra_arrays(self) -> dict[str, dict[str, np.ndarray]]:
+        """``outer/<label>_seed<k>.npz``: softmax(lambda_i) ``weights`` [S, N, K] and the mean
+        validation accuracy ``val_accuracy`` [S] after each outer step."""
+        if not self.weights_history:
+            return {}
+        return {"outer": {"weights": np.stack(self.weights_history),
+                          "val_accuracy": np.asarray(self.val_history)}}
+
+
+@register("pdbo_mtl_local")
+class PDBOMTLLocal(PDBOMTL):
+    """PDBO-MTL (local): lambda_i follows its own outer gradient only (M = 0, no cooperation)."""
+
+    fields = dict(COMMON_FIELDS)
+
+
+class _Adam:
+    """Adam (Kingma & Ba) on lambda ``[N, K]`` with a step count per agent, so an agent whose
+    hyper-gradient is not finite skips its update alone."""
+
+    def __init__(self, param: Tensor, lr: float, betas: tuple[float, float], eps: float = 1e-8):
+        self.param, self.lr, self.betas, self.eps = param.clone(), lr, betas, eps
+        self.m = torch.zeros_like(param)
+        self.s = torch.zeros_like(param)
+        self.t = torch.zeros(param.shape[0], 1, dtype=param.dtype, device=param.device)
+
+    def step(self, grad: Tensor, ok: Tensor) -> None:
+        b1, b2 = self.betas
+        ok = ok[:, None]
+        g = torch.where(ok, grad, torch.zeros_like(grad))
+        self.t = self.t + ok.to(self.t.dtype)
+        self.m = torch.where(ok, b1 * self.m + (1 - b1) * g, self.m)
+        self.s = torch.where(ok, b2 * self.s + (1 - b2) * g * g, self.s)
+        t = self.t.clamp(min=1)
+        m_hat, s_hat = self.m / (1 - b1 ** t), self.s / (1 - b2 ** t)
+        self.param = torch.where(ok, self.param - self.lr * m_hat / (s_hat.sqrt() + self.eps),
+                                 self.param)

@@ -1,0 +1,180 @@
+"""PDBO-MTL (seed 004): the ensemble model, SGP as inner solver, edge statistics, the outer loop,
+its communication accounting, best-validation reporting, Adam and configuration errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from algorithms import ALGORITHMS
+from algorithms.base import Context
+from algorithms.hgp import expected_push_weights
+from algorithms.pdbo import _Adam
+from netsim import Scenario, run
+from netsim.data import build_client_data
+from netsim.errors import ConfigError
+from netsim.models import build_model
+from netsim.models.ensemble import EnsembleModel
+from netsim.rng import Streams
+
+N = 8
+BASE = {
+    "name": "pdbo_tiny", "seed": 0, "clients": N,
+    "data": {"dataset": "digits",
+             "partition": {"name": "feature_shift", "clusters": 2, "dirichlet": 0.4,
+                           "min_size": 20},
+             "val_fraction": 0.2, "test_fraction": 0.2},
+    "model": {"name": "mlp", "hidden": [8]},
+    "network": {"topology": "complete", "links": {"name": "bernoulli", "p": [0.4, 0.8]}},
+    "train": {"lr": 0.5, "batch_size": 8, "weight_decay": 0.001},
+    "schedule": {"rounds": 3, "eval_every": 1},
+    "algorithms": [{"name": "pdbo_mtl", "learners": 2, "inner_steps": 100, "decay_last": [40, 20],
+                    "neumann_steps": 5}],
+    "outputs": {"figures": False, "progress": False},
+}
+
+
+def scenario(**over) -> Scenario:
+    return Scenario(BASE).with_overrides(over)
+
+
+def make(sc: Scenario, k: int = 0, seed: int = 0):
+    """The k-th algorithm of a scenario, built as the runner builds it (no recorder)."""
+    cfg = sc.resolve()
+    streams = Streams(seed, cfg["stream_seeds"])
+    data = build_client_data(cfg["data"], cfg["clients"], streams.numpy("data"), "cpu")
+    model = build_model(cfg["model"], data.input_shape, data.num_classes, data.task, device="cpu")
+    spec = cfg["algorithms"][k]
+    ctx = Context(cfg, spec, seed, streams, data, model, torch.device("cpu"), None)
+    return ALGORITHMS.get(spec["name"], "algorithms").obj(ctx)
+
+
+def spread(x: torch.Tensor) -> float:
+    """Largest distance of an agent's parameters from their mean, relative to the mean."""
+    mean = x.mean(0)
+    return float((x - mean).norm(dim=1).max() / mean.norm())
+
+
+def test_ensemble_is_the_weighted_probability_mixture_of_its_learners():
+    base = build_model({"name": "mlp", "hidden": [5]}, (1, 8, 8), 10, "classification", "cpu")
+    model = EnsembleModel(base, 3)
+    gen = torch.Generator().manual_seed(0)
+    params = model.init(4, gen, "cpu")
+    params["mixture"] = torch.randn(4, 3, generator=gen)
+    x = torch.rand(4, 6, 1, 8, 8, generator=gen)
+    out = model.forward(params, x)
+    assert out.shape == (4, 6, 10) and model.inner_dim == 3 * base.num_params
+    torch.testing.assert_close(out.logsumexp(-1), torch.zeros(4, 6), atol=1e-5, rtol=0)
+    for i in range(4):
+        ref = model.reference({k: v[i] for k, v in params.items()})
+        torch.testing.assert_close(out[i], ref(x[i]), atol=1e-5, rtol=1e-5)
+    assert torch.all(model.init(2, gen, "cpu")["mixture"] == 0)           # uniform weights at start
+
+
+def test_sgp_inner_solver_reaches_consensus_on_random_directed_links():
+    """Agents' de-biased learners x_i = z_i / w_i agree (consensus, problem (1)); push-sum mass
+    is conserved without loss; local SGD on the same data does not agree."""
+    short = {"algorithms.0.inner_steps": 60, "algorithms.0.decay_last": [30, 15]}
+    alg = make(scenario(**short))
+    stats = alg.solve_inner()
+    assert spread(alg.z / alg.w) < 5e-3
+    assert float(alg.w.sum()) == pytest.approx(N, rel=1e-5)
+    links = alg.links_log[-1]
+    assert not np.array_equal(links, links.T)                           # a directed realisation
+    # the edge statistics gathered meanwhile track the link model (receiver-major)
+    avail = alg.sim.links.availability()
+    assert np.abs(stats.delta_bar() - avail.T).mean() < 0.07
+    assert np.abs(stats.p_bar() - expected_push_weights(avail)).mean() < 0.02
+    local = make(scenario(**short, **{"algorithms.0.inner": "local",
+                                      "algorithms.0.hypergradient": "local"}))
+    local.solve_inner()
+    assert spread(local.z / local.w) > 0.3
+
+
+def test_sgp_baseline_is_pdbo_at_its_first_outer_step_and_best_val_is_reported():
+    """SGP (uniform weights) = PDBO-MTL at t_h = 0 (same streams, same batches); the models
+    reported are those of the outer step with the best mean validation accuracy."""
+    sc = scenario(algorithms=[{"name": "pdbo_mtl", "learners": 2, "inner_steps": 30,
+                               "decay_last": [10], "neumann_steps": 3},
+                              {"name": "pdbo_mtl", "label": "sgp", "hypergradient": "none",
+                               "learners": 2, "inner_steps": 30, "decay_last": [10]}])
+    pdbo, sgp = make(sc, 0), make(sc, 1)
+    steps = []
+    for t in range(3):
+        for alg in (pdbo, sgp):
+            alg.round(t)
+            alg.sim.end_round()
+        steps.append(pdbo.current.clone())
+    torch.testing.assert_close(sgp.current, steps[0])
+    assert len(sgp.val_history) == 1 and len(pdbo.val_history) == 3
+    best = int(np.argmax(pdbo.val_history))
+    torch.testing.assert_close(pdbo.personal_models(), steps[best])
+    assert not torch.equal(steps[1][:, pdbo.dx:], steps[0][:, pdbo.dx:])   # lambda moved
+    pdbo.p["select"] = "last"
+    torch.testing.assert_close(pdbo.personal_models(), steps[-1])
+
+
+def test_every_push_goes_through_the_engine(tmp_path):
+    """Links always up on a complete graph: each exchange carries N(N-1) messages; SGP's carry
+    z and w (d_x + 1 floats), HGP's carry u (d_x floats); the last round skips the HGP."""
+    rounds, T, M = 3, 10, 4
+    algs = [{"name": "pdbo_mtl", "learners": 2, "inner_steps": T, "decay_last": [5],
+             "neumann_steps": M},
+            {"name": "pdbo_mtl_local", "learners": 2, "inner_steps": T, "decay_last": [5]}]
+    res = run(scenario(**{"network.links": "always", "schedule.rounds": rounds,
+                          "algorithms": algs}), out=tmp_path, quiet=True)
+    net = res.network.groupby("algorithm")[["messages_sent", "bytes_sent"]].sum()
+    links = N * (N - 1)
+    dx = make(scenario()).dx
+    assert net.loc["pdbo_mtl_local", "messages_sent"] == rounds * T * links
+    assert net.loc["pdbo_mtl", "messages_sent"] == rounds * T * links + (rounds - 1) * M * links
+    assert net.loc["pdbo_mtl", "bytes_sent"] == 4 * links * (rounds * T * (dx + 1)
+                                                             + (rounds - 1) * M * dx)
+    s = res.summary["algorithms"]
+    assert s["pdbo_mtl"]["sim_time"] > s["pdbo_mtl_local"]["sim_time"]
+    outer = res.arrays("outer", "pdbo_mtl", 0)                 # softmax(lambda_i) per outer step
+    assert outer["weights"].shape[1:] == (N, 2) and len(outer["val_accuracy"]) == rounds
+    np.testing.assert_allclose(outer["weights"].sum(axis=2), 1.0, atol=1e-6)
+
+
+def test_runs_at_link_probability_0_1_without_nan(tmp_path):
+    sc = scenario(**{"network.topology": {"name": "k_out", "k": 2},
+                     "network.links": {"name": "bernoulli", "p": 0.1},
+                     "network.loss": {"p": 0.05}, "schedule.rounds": 3,
+                     "algorithms": [{"name": "pdbo_mtl", "learners": 2, "inner_steps": 20,
+                                     "decay_last": [5], "neumann_steps": 10}]})
+    m = run(sc, out=tmp_path, quiet=True).metrics
+    assert np.isfinite(m["loss"]).all() and m["accuracy"].notna().all()
+    alg = make(sc)
+    for t in range(3):
+        alg.round(t)
+        alg.sim.end_round()
+    assert torch.isfinite(alg.lam).all() and not torch.equal(alg.lam, torch.zeros_like(alg.lam))
+
+
+def test_adam_matches_torch_and_skips_agents_with_non_finite_hypergradients():
+    gen = torch.Generator().manual_seed(0)
+    lam = torch.randn(3, 4, generator=gen)
+    adam = _Adam(lam, 0.1, (0.9, 0.99))
+    ref = torch.nn.Parameter(lam[:2].clone())
+    opt = torch.optim.Adam([ref], lr=0.1, betas=(0.9, 0.99))
+    for _ in range(3):
+        g = torch.randn(3, 4, generator=gen)
+        g[2, 1] = float("nan")
+        adam.step(g, torch.isfinite(g).all(1))
+        ref.grad = g[:2].clone()
+        opt.step()
+    torch.testing.assert_close(adam.param[:2], ref.detach())
+    torch.testing.assert_close(adam.param[2], lam[2])
+
+
+@pytest.mark.parametrize("over, field", [
+    ({"algorithms.0.train": {"momentum": 0.5}}, "algorithms[0].train.momentum"),
+    ({"algorithms.0.inner": "local"}, "algorithms[0].inner"),
+    ({"algorithms.0.decay_last": [200]}, "algorithms[0].decay_last[0]"),
+    ({"data": {"dataset": "clustered_linear_regression", "partition": "iid"}}, "data.dataset"),
+])
+def test_impossible_combinations_are_config_errors(over, field):
+    with pytest.raises(ConfigError) as err:
+        scenario(**over).resolve()
+    assert err.value.field == field
