@@ -1,0 +1,306 @@
+"""DPFL (Kharrat, Canini, Horváth; ALGORITHMS.md section 3): decentralised personalised FL over a
+directed collaboration graph built greedily under a per-client communication budget B_c.
+
+Problem (Eq. 3): ``min_{w, C} sum_k p_k F_k(ŵ_k)``, ``ŵ_k = sum_{i in C_k ∪ {k}} p_i w_i / sum p_i``
+(Eq. 4), ``|C_k| <= B_c``; i in C_k means k receives i's model. Alg. 1, alternating minimisation:
+
+- **Preprocessing** (the first ``ceil(tau_init / E)`` rounds, so DPFL does the same number of local
+  steps as the baselines, as the paper's "98 + 2 rounds"): every client trains ``tau_init`` local
+  steps from the common initial model, then builds ``Ω_k = BGGC(k, [N] \\ {k}, B_c)`` (Alg. 3,
+  Eq. 8) streaming at most B_c models per communication step (``ceil(N / B_c)`` steps per pass, two
+  passes), and sets ``w_k`` to the p-average of the models of ``Ω_k ∪ {k}`` (line 4).
+- **Training rounds**: E local steps; every client receives the models of ``Ω_k`` (|Ω_k| <= B_c);
+  ``C_k = GGC(k, arrived ∩ Ω_k, B_c)`` (Alg. 2, Eq. 6) on the validation-loss reward (Eq. 7);
+  ``w_k <- p-average over C_k ∪ {k}``. Ω_k is never pruned: a model that does not arrive is just
+  not a candidate this round. With a GGC period P > 1 the rounds in between aggregate over the
+  last C_k (``between: reuse``) or not at all (``between: local``, the authors' code).
+
+Every model transfer is an engine message. The budget is the engine's per-node peer budget
+(``network.budget.peers_per_round``), set from this algorithm's B_c (the smaller one wins when the
+scenario sets one too), so ``accounting/`` proves that no client receives more than B_c models in
+any communication step. Each BGGC step is its own engine round: the ``links/`` and ``accounting/``
+arrays have one row per engine round; ``graph/<label>_seed<k>.npz`` maps them to schedule rounds
+(``omega`` [N, N], ``used`` [R, N, N] = the peers each client aggregated, ``rounds``,
+``engine_round``, ``budget``).
+
+The evaluated personal model is by default the one after the round's local training, before
+its aggregation (``evaluate: trained``, the models the authors' code validates and tests);
+``aggregated`` evaluates ŵ_k.
+
+``dpfl_random`` is the ablation of the paper's Figure 3: the same schedule, budget and messages,
+with Ω_k a uniformly random set of B_c candidates and C_k = all of Ω_k that arrived.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from algorithms import register
+from algorithms.base import Algorithm
+from algorithms.ggc import Selection, ValidationReward, average, bggc, ggc
+from netsim.errors import ConfigError
+from netsim.schema import Field
+
+BUDGET_ALLOWED = "null or inf (no cap), an int >= 1 (peers), or a fraction of N in (0, 1)"
+
+
+def resolve_budget(value, n: int, path: str) -> int | None:
+    """B_c in clients: null/inf -> None, an int as is, a fraction f -> round(f N) >= 1."""
+    if value is None or (isinstance(value, str) and value.lower() in ("inf", ".inf")):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(path, value, BUDGET_ALLOWED)
+    if math.isinf(value) and value > 0:
+        return None
+    if 0 < value < 1:
+        return max(1, int(math.floor(value * n + 0.5)))
+    if value >= 1 and float(value).is_integer():
+        return int(value)
+    raise ConfigError(path, value, BUDGET_ALLOWED)
+
+
+def peer_budget(spec: dict, n: int, path: str) -> int | None:
+    """Most peers a client may aggregate: B_c, or B_c - 1 when B_c counts the client itself."""
+    bc = resolve_budget(spec["budget"], n, f"{path}.budget")
+    if bc is None or not spec["budget_counts_self"]:
+        return bc
+    if bc < 2:
+        raise ConfigError(f"{path}.budget", spec["budget"], "at least 2 clients (B_c counts the "
+                          "client itself: budget_counts_self is true)")
+    return bc - 1
+
+
+def random_peers(rng: np.random.Generator, candidates: np.ndarray, cap: int | None) -> np.ndarray:
+    """A uniformly random subset of each row of ``candidates``: ``cap`` of them (all when fewer),
+    or, with no cap, each candidate independently with probability 1/2."""
+    if cap is None:
+        return candidates & (rng.random(candidates.shape) < 0.5)
+    keys = np.where(candidates, rng.random(candidates.shape), np.inf)
+    rank = keys.argsort(1, kind="stable").argsort(1, kind="stable")
+    return candidates & (rank < cap)
+
+
+@register("dpfl")
+class DPFL(Algorithm):
+    """DPFL: GGC/BGGC collaboration graph under a per-client budget B_c (peer to peer)."""
+
+    fields = {
+        "budget": Field("any", None, "B_c: " + BUDGET_ALLOWED + "; 0.2 = 0.2 N"),
+        "budget_counts_self": Field("bool", False, "B_c counts the client itself, at most B_c - 1 "
+                                    "peers (authors' code); false: B_c peers (paper, Eq. 3)"),
+        "tau_init": Field("int", None, "local SGD steps before the graph is built (Alg. 1 line 2); "
+                          "null = 2 x train.local_steps (paper: tau_init = 2 tau_train)", lo=1,
+                          nullable=True),
+        "period": Field("int", 1, "run GGC every P training rounds (Table 3)", lo=1),
+        "between": Field("str", "reuse", "rounds without GGC: aggregate over the last C_k (reuse) "
+                         "or not at all (local, the authors' code)", choices=("reuse", "local")),
+        "weighting": Field("str", "data", "p_i: train + validation sizes (paper and code) or "
+                           "uniform", choices=("data", "uniform")),
+        "momentum": Field("str", "keep", "momentum buffers after aggregation: keep (authors' "
+                          "code) or reset", choices=("keep", "reset")),
+        "local_only_group": Field("str", None, "clients of this data group never select "
+                                  "collaborators: they only train and send (Sec. 4.5, case 1)",
+                                  nullable=True),
+        "tie": Field("float", 1.0, "probability of adding j when a = b = 0 (Alg. 2: 1 in the "
+                     "paper and its code)", lo=0, hi=1),
+        "evaluate": Field("str", "trained", "the personal model: after the round's local "
+                          "training, before its aggregation (the models the authors' code saves "
+                          "and tests), or the aggregate ŵ_k of Eq. 4", choices=("trained",
+                                                                                 "aggregated")),
+        "report": Field("str", "current", "evaluated model: the current one, or each client's "
+                        "best-validation-accuracy model so far (paper Sec. 4.1)",
+                        choices=("current", "best_val")),
+    }
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.bank = self.new_bank()
+        n = self.n
+        cap = peer_budget(self.p, n, "algorithms.budget")
+        scenario_cap = self.sim.budget.get("peers_per_round")
+        if scenario_cap is not None:
+            cap = scenario_cap if cap is None else min(cap, scenario_cap)
+        self.cap = cap
+        self.sim.budget = {**self.sim.budget, "peers_per_round": cap}
+        sizes = (self.data.n["train"] + self.data.n["val"]).to(self.device, self.bank.flat.dtype)
+        self.weight = sizes if self.p["weighting"] == "data" else torch.ones_like(sizes)
+        steps = self.train["local_steps"]
+        self.tau = self.p["tau_init"] or 2 * steps
+        self.r0 = math.ceil(self.tau / steps)
+        self.reward = ValidationReward(self.bank, self.data)
+        group = self.p["local_only_group"]
+        self.runs = np.ones(n, bool) if group is None else np.asarray(self.data.group) != group
+        if self.runs.all() and group is not None:
+            raise ConfigError(f"algorithms.{self.p['label']}.local_only_group", group,
+                              "a group of the partition: "
+                              + ", ".join(sorted(set(self.data.group))))
+        self.reachable = self.sim.adjacency.T.copy()            # [dst, src]: candidate senders
+        self.omega = np.zeros((n, n), bool)                     # Ω_k, fixed after preprocessing
+        self.selected = np.zeros((n, n), bool)                  # C_k of the last GGC call
+        self.used = np.zeros((n, n), bool)                      # peers aggregated this round
+        self.payload = self.bank.size_bytes + 4                 # the model and its p_i
+        self.log: dict[str, list] = {"used": [], "rounds": [], "engine_round": []}
+        self.trained = self.bank.flat.clone()
+        self.best = self.bank.flat.clone()
+        self.best_score = torch.full((n,), -math.inf, device=self.device)
+        self._step_open = False
+
+    @classmethod
+    def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
+        peer_budget(spec, cfg["clients"], path)
+        steps = spec["train"]["local_steps"]
+        r0 = math.ceil((spec["tau_init"] or 2 * steps) / steps)
+        if r0 >= cfg["schedule"]["rounds"]:
+            raise ConfigError(f"{path}.tau_init", spec["tau_init"] or f"null (= {2 * steps})",
+                              f"fewer local steps than fit in schedule.rounds - 1 = "
+                              f"{cfg['schedule']['rounds'] - 1} rounds of {steps} steps "
+                              f"(preprocessing takes ceil(tau_init / local_steps) rounds)")
+
+    # ------------------------------------------------------------------ communication
+    def receive(self, clients: np.ndarray, want: np.ndarray, ready: np.ndarray | None = None,
+                round_start: float | None = None) -> np.ndarray:
+        """One communication step: each of ``clients`` asks for the models ``want[K, N]``;
+        returns which arrived ``[K, N]``. Steps after the first of a round get their own engine
+        round (so the peer budget holds per step)."""
+        if self._step_open:
+            self.ctx.recorder.network_row(self.sim.end_round())
+        request = np.zeros((self.n, self.n), bool)
+        request[clients] = want
+        ex = self.exchange(request, self.payload, ready=ready, round_start=round_start)
+        self.log_links(ex.delivered)
+        self._step_open = True
+        return ex.delivered[clients] & want
+
+    def fetcher(self, clients: np.ndarray):
+        """BGGC's ``fetch``: receive the listed models in one communication step."""
+        def fetch(ids: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
+            want = np.zeros((len(clients), self.n), bool)
+            r, c = np.nonzero(ids >= 0)
+            want[r, ids[r, c]] = True
+            arrived = self.receive(clients, want)
+            safe = np.maximum(ids, 0)
+            ok = arrived[np.arange(len(clients))[:, None], safe] & (ids >= 0)
+            return self.bank.flat[torch.as_tensor(safe, device=self.device)], ok
+        return fetch
+
+    # ------------------------------------------------------------------ graph steps
+    def average_over(self, clients: np.ndarray, peers: np.ndarray) -> Selection:
+        """``peers`` as C_k with the p-average of the models of C_k ∪ {k} (Eq. 4)."""
+        members = peers.copy()
+        members[np.arange(len(clients)), clients] = True
+        return Selection(peers, average(members, self.bank.flat, self.weight))
+
+    def build_graph(self, clients: np.ndarray, candidates: np.ndarray) -> Selection:
+        """Ω_k = BGGC(k, candidates, B_c) and the average over Ω_k ∪ {k} (Alg. 1 lines 3-4)."""
+        own = self.bank.flat[torch.as_tensor(clients, device=self.device)]
+        return bggc(clients, candidates, own, self.weight, self.cap, self.reward, self.rng,
+                    self.fetcher(clients), batch=self.cap or self.n - 1, tie=self.p["tie"])
+
+    def select(self, clients: np.ndarray, arrived: np.ndarray) -> Selection:
+        """C_k = GGC(k, arrived models of Ω_k, B_c) (Alg. 1 line 10)."""
+        return ggc(clients, arrived, self.bank.flat, self.weight, self.cap, self.reward, self.rng,
+                   self.p["tie"])
+
+    # ------------------------------------------------------------------ rounds
+    def round(self, t: int) -> None:
+        self.used[:] = False
+        self._step_open = False
+        if t < self.r0:
+            self.preprocessing_round(t)
+        else:
+            self.training_round(t)
+        if not self._step_open:                                 # one links row per engine round
+            self.log_links(np.zeros((self.n, self.n), bool))
+        if t >= self.r0 - 1:
+            self.log["used"].append(self.used.copy())
+            self.log["rounds"].append(t)
+            self.log["engine_round"].append(self.sim.round)
+        if self.p["report"] == "best_val":
+            self.track_best()
+
+    def preprocessing_round(self, t: int) -> None:
+        """Alg. 1 lines 1-4: ``tau_init`` local steps spread over the first rounds, then BGGC."""
+        steps = min(self.train["local_steps"], self.tau - t * self.train["local_steps"])
+        done = self.compute_phase(active=self.sim.alive(), steps=steps).finished[: self.n]
+        self.local_sgd(self.bank, steps, clients=self.index(done, self.device))
+        self.trained.copy_(self.bank.flat)
+        if t < self.r0 - 1:
+            return
+        clients = np.flatnonzero(done & self.runs)
+        sel = self.build_graph(clients, self.reachable[clients] & done[None, :])
+        self.omega[clients] = sel.peers
+        self.selected[clients] = sel.peers
+        self.apply(clients, sel)
+
+    def training_round(self, t: int) -> None:
+        """Alg. 1 lines 6-12: local steps, receive from Ω_k, GGC, aggregate over C_k ∪ {k}."""
+        t0 = self.sim.now
+        comp = self.compute_phase(active=self.sim.alive())
+        done = comp.finished[: self.n]
+        self.local_sgd(self.bank, self.train["local_steps"], clients=self.index(done, self.device))
+        self.trained.copy_(self.bank.flat)
+        greedy = (t - self.r0) % self.p["period"] == 0
+        if not greedy and self.p["between"] == "local":
+            return
+        clients = np.flatnonzero(done & self.runs)
+        pool = (self.omega if greedy else self.selected)[clients] & done[None, :]
+        arrived = self.receive(clients, pool, ready=comp.finish_time[: self.n], round_start=t0)
+        if greedy:
+            sel = self.select(clients, arrived)
+            self.selected[clients] = sel.peers
+        else:
+            sel = self.average_over(clients, arrived)
+        self.apply(clients, sel)
+
+    def apply(self, clients: np.ndarray, sel: Selection) -> None:
+        """``w_k <- ŵ_k`` (Eq. 4) for the listed clients."""
+        idx = torch.as_tensor(clients, dtype=torch.long, device=self.device)
+        self.used[clients] = sel.peers
+        self.bank.set_rows(idx, sel.model)
+        if self.p["momentum"] == "reset":
+            self.bank.reset_momentum(idx)
+
+    def current_models(self) -> torch.Tensor:
+        """The personal models of this round (``evaluate``)."""
+        return self.trained if self.p["evaluate"] == "trained" else self.bank.flat
+
+    def track_best(self) -> None:
+        """Keep each client's model with the best validation accuracy so far."""
+        models = self.current_models()
+        acc, loss = self.bank.evaluate(self.reward.x, self.reward.y, self.reward.mask, flat=models)
+        score = -loss if acc is None else acc
+        better = score > self.best_score
+        self.best_score = torch.where(better, score, self.best_score)
+        self.best[better] = models[better]
+
+    # ------------------------------------------------------------------ outputs
+    def personal_models(self) -> torch.Tensor:
+        return self.best if self.p["report"] == "best_val" else self.current_models()
+
+    def collaboration(self) -> np.ndarray:
+        """Row k: the p-weights of C_k ∪ {k} aggregated this round (identity without one)."""
+        w = (self.used | np.eye(self.n, dtype=bool)) * self.weight.cpu().numpy()[None, :]
+        return w / w.sum(1, keepdims=True)
+
+    def run(self) -> None:
+        super().run()
+        rec = self.ctx.recorder
+        rec.writer.write_arrays("graph", rec.label, self.ctx.seed, omega=self.omega,
+                                used=np.stack(self.log["used"]),
+                                rounds=np.asarray(self.log["rounds"]),
+                                engine_round=np.asarray(self.log["engine_round"]),
+                                budget=np.asarray(-1 if self.cap is None else self.cap))
+
+
+@register("dpfl_random")
+class DPFLRandom(DPFL):
+    """DPFL with a random collaboration graph (Fig. 3 ablation): Ω_k uniformly random within B_c."""
+
+    def build_graph(self, clients: np.ndarray, candidates: np.ndarray) -> Selection:
+        return self.average_over(clients, self.receive(clients, random_peers(self.rng, candidates,
+                                                                             self.cap)))
+
+    def select(self, clients: np.ndarray, arrived: np.ndarray) -> Selection:
+        return self.average_over(clients, arrived)
