@@ -32,10 +32,10 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-import netsim.data.extra_partitions  # noqa: F401  (group_classes, until netsim.data imports it)
 from netsim import Results
 from netsim.data import build_client_data
 from netsim.plot.digraph import plot_digraph
+from netsim.plot.style import save as _save
 from netsim.rng import Streams
 
 
@@ -119,16 +119,6 @@ def plot_accuracy_rounds(metrics, path: Path, pdf: bool) -> list[Path]:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, frameon=False)
     return _save(fig, path, pdf)
-
-
-def _save(fig: Figure, path: Path, pdf: bool) -> list[Path]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=200, bbox_inches="tight")
-    out = [path]
-    if pdf:
-        fig.savefig(path.with_suffix(".pdf"), bbox_inches="tight")
-        out.append(path.with_suffix(".pdf"))
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:

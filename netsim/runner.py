@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 import netsim
 from netsim.config import Scenario

@@ -26,7 +26,6 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 import yaml
 
 from netsim.analysis.stats import mean_ci

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 
-import netsim.data.extra_partitions  # noqa: F401  (group_classes, until netsim.data imports it)
 from algorithms import ALGORITHMS
 from algorithms.base import Context
 from algorithms.diple import Mailbox, bisect, bisection_iterations, normalise_rows

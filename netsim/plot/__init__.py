@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
-import pandas as pd
 
 from netsim.analysis.report import (accuracy_curves, client_table, has_arrays, rebuild_data,
                                     runs, series_by_algorithm)

@@ -18,11 +18,13 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from netsim.analysis.graphs import collab_graph
+from netsim.plot.style import save, styled
 
 MAX_WIDTH = 4.0          # points: the heaviest arc
 LABEL_MAX_NODES = 6      # weights are written on the arcs up to this many clients
 
 
+@styled
 def plot_digraph(W: np.ndarray, path: str | Path, order: np.ndarray | None = None,
                  groups: list[str] | None = None, labels: list[str] | None = None,
                  threshold: float = 0.0, title: str = "", pdf: bool = False) -> list[Path]:
@@ -72,11 +74,4 @@ def plot_digraph(W: np.ndarray, path: str | Path, order: np.ndarray | None = Non
     ax.set_axis_off()
     ax.set_title(title or f"{g.number_of_edges()} directed edges (width = weight, "
                  "node area = self-weight)", fontsize=8)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=200, bbox_inches="tight")
-    out = [path]
-    if pdf:
-        fig.savefig(path.with_suffix(".pdf"), bbox_inches="tight")
-        out.append(path.with_suffix(".pdf"))
-    return out
+    return save(fig, path, pdf)
