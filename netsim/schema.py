@@ -46,6 +46,8 @@ class Field:
             text = "one of " + ", ".join(map(str, self.choices))
         elif self.kind == "range":
             text = f"a number or [lo, hi] with lo <= hi{self._bounds()}"
+        elif self.kind == "any":
+            text = "any value"
         elif self.kind == "list":
             text = f"a list{' of ' + self.item if self.item else ''}{self._bounds()}"
         else:
@@ -62,7 +64,7 @@ class Field:
     def check(self, path: str, value: Any) -> Any:
         """Validate and normalise one value; raise ConfigError otherwise."""
         if value is None:
-            if self.nullable:
+            if self.nullable or self.default is None:    # a null default is always admissible
                 return None
             raise ConfigError(path, value, self.allowed())
         bad = ConfigError(path, value, self.allowed())

@@ -14,9 +14,10 @@ PLAIN = sorted(p for p in SCENARIOS.glob("*.yaml") if p not in SWEEPS)
 
 
 @pytest.mark.parametrize("path", PLAIN, ids=[p.stem for p in PLAIN])
-def test_scenario_validates(path):
+def test_scenario_validates_and_its_resolved_config_reruns(path):
     cfg = Scenario.load(path).resolve()
     assert cfg["algorithms"] and cfg["clients"] >= 1
+    assert Scenario(cfg).resolve() == cfg           # config.yaml of the results runs again as is
 
 
 @pytest.mark.parametrize("path", SWEEPS, ids=[p.stem for p in SWEEPS])
