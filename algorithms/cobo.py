@@ -1,0 +1,262 @@
+"""CoBo: collaborative learning via bilevel optimisation (Hashemi, He, Jaggi, NeurIPS 2024).
+
+ALGORITHMS.md section 1. Outer problem (Model-Training)
+``min_X sum_i f_i(x_i) + rho/2 sum_{i<j} w*_ij ||x_i - x_j||^2``; inner problem (Client-Selection),
+per pair, ``w*_ij in argmax_{w_ij in [0, 1]} w_ij <grad f_i(z_ij), grad f_j(z_ij)>`` with the
+midpoint ``z_ij = (x_i + x_j) / 2``. A round of Alg. 1 over the simulated network:
+
+1. every client i pulls the model of each peer k it gives a positive weight ``w_ik`` and of its
+   sampled pair partners (one exchange; a pair is sampled with probability ``p_t``);
+2. Client-Selection, eq. (1)/(4): for every sampled pair (i, j) whose two model messages arrived,
+   both ends compute the gradient of their own loss at ``z_ij`` on a fresh mini-batch (all pairs
+   in one batched call), exchange them, and if *both* gradient messages arrive,
+   ``w_ij <- Proj(w_ij + gamma <h_i, h_j>)`` (box [0, 1], symmetric; or the row simplex
+   ``Delta_i`` of Remark 1). A pair with a missing message skips its update (never one-sided);
+3. Model-Training, eq. (2): ``x_i <- x_i - eta (g_i + rho sum_k w_ik (x_i - x_k))`` with the
+   freshest received copy of each ``x_k`` up to the receiver policy's ``max_staleness`` (a ring
+   buffer of the models sent in the last rounds); a peer without a usable copy drops out of the
+   sum for that step. The weights actually used are recorded (``effective/`` arrays).
+
+Paper-vs-code differences (ALGORITHMS.md 1.4) are options: ``order`` (W-then-X as in Alg. 1, or
+the code's X-then-W, which equals Alg. 1 shifted by one model step: round 0 steps with W^0),
+``gradient`` (raw, or the code's EMA momentum ``m <- beta m + (1 - beta) g`` of the data gradient
+with the penalty outside it), the pair-sampling schedule (``mixed_switch``, ``decay_power``,
+``pair_rate``: paper 0.2 % / 1/t / 1/n, code 2 % / 1/sqrt(t) / 2/n), ``pair_batches`` (the LLM
+code's bug: both midpoint gradients on client i's data) and ``similarity`` (cosine, not in either).
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import numpy as np
+import torch
+
+from algorithms import register
+from algorithms.base import Algorithm
+from netsim.errors import ConfigError
+from netsim.schema import Field
+from netsim.sim.engine import ExchangeResult
+
+SAMPLING = ("constant", "time", "mixed", "all")
+
+
+def pair_probability(t: int, n: int, rounds: int, sampling: str, rate: float = 1.0,
+                     power: float = 1.0, switch: float = 0.002) -> float:
+    """Probability ``p_t`` that an unordered pair updates its weight in round t (Table 1).
+
+    ``constant``: ``rate / n``; ``time``: ``(t + 1)^-power``; ``mixed``: constant for the first
+    ``ceil(switch * rounds)`` rounds, then time-dependent; ``all``: 1. Capped at 1.
+    """
+    if sampling == "all":
+        return 1.0
+    constant, decay = min(1.0, rate / n), min(1.0, (t + 1.0) ** -power)
+    if sampling == "constant":
+        return constant
+    if sampling == "time":
+        return decay
+    return constant if t < math.ceil(switch * rounds) else decay
+
+
+def project_simplex(v: np.ndarray) -> np.ndarray:
+    """Euclidean projection of each row of ``v`` onto the probability simplex (sort-based)."""
+    u = -np.sort(-v, axis=1)
+    css = np.cumsum(u, axis=1) - 1.0
+    k = np.arange(1, v.shape[1] + 1)
+    r = (u - css / k > 0).sum(axis=1)
+    theta = css[np.arange(v.shape[0]), r - 1] / r
+    return np.maximum(v - theta[:, None], 0.0)
+
+
+def peer_sum(weights: torch.Tensor, staleness: np.ndarray, history: deque) -> torch.Tensor:
+    """``sum_k w_ik x_k^{(s_ik)}``: each peer's copy sent ``staleness[i, k]`` rounds ago.
+
+    ``weights`` [N, N] is zero where no copy is usable; ``history[s]`` holds the models sent
+    s rounds ago ([N, d]); one ``[N, N] @ [N, d]`` product per staleness level.
+    """
+    out = torch.zeros_like(history[0])
+    for s in np.unique(staleness[staleness >= 0]):
+        mask = torch.as_tensor(staleness == s, device=weights.device)
+        out += torch.where(mask, weights, torch.zeros_like(weights)) @ history[int(s)]
+    return out
+
+
+@register("cobo")
+class CoBo(Algorithm):
+    """CoBo: pairwise collaboration weights by gradient alignment at the midpoint + penalised SGD."""
+
+    fields = {
+        "rho": Field("float", 0.05, "penalty weight rho of eq. (2) (code README: 0.05)", lo=0),
+        "gamma": Field("float", 0.01, "step size gamma of the W ascent, eq. (1) (code: 0.01)", lo=0),
+        "domain": Field("str", "box", "box [0, 1] (symmetric W) or the row simplex (Remark 1)",
+                        choices=("box", "simplex")),
+        "w_init": Field("float", None, "initial off-diagonal weight; null = 1 (box, Alg. 1) or "
+                        "1/(N-1) (simplex, LLM code)", lo=0, hi=1, nullable=True),
+        "sampling": Field("str", "constant", "pair sampling: constant O(1/n) (Alg. 1), time "
+                          "O(1/t), mixed, all pairs (Table 1)", choices=SAMPLING),
+        "pair_rate": Field("float", 1.0, "constant rate c: p = c/n (paper 1, code 2)", lo=0,
+                           lo_open=True),
+        "decay_power": Field("float", 1.0, "time-dependent p_t = (t+1)^-power (paper 1 = O(1/t), "
+                             "code 0.5)", lo=0, lo_open=True),
+        "mixed_switch": Field("float", 0.002, "mixed: share of rounds at the constant rate "
+                              "(paper 0.2 %, code 2 %)", lo=0, hi=1),
+        "order": Field("str", "w_then_x", "W update then model step (Alg. 1) or the code's "
+                       "x_then_w (round 0 steps with W^0)", choices=("w_then_x", "x_then_w")),
+        "gradient": Field("str", "raw", "model-step direction: raw stochastic gradient (eq. 2) or "
+                          "the code's EMA momentum of it, penalty outside", choices=("raw", "ema")),
+        "ema_beta": Field("float", 0.9, "gradient: ema -- m <- beta m + (1 - beta) g", lo=0, hi=1),
+        "similarity": Field("str", "inner", "W ascent direction: raw inner product (paper) or "
+                            "cosine (option)", choices=("inner", "cosine")),
+        "pair_batches": Field("str", "both", "midpoint gradients on each end's own data, or both "
+                              "on client i's (the LLM code's bug)", choices=("both", "first")),
+    }
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.bank = self.new_bank()
+        n, p = self.n, self.p
+        simplex = p["domain"] == "simplex"
+        w0 = p["w_init"] if p["w_init"] is not None else (1.0 / (n - 1) if simplex else 1.0)
+        self.W = np.full((n, n), float(w0))
+        if simplex:
+            np.fill_diagonal(self.W, 0.0)
+            self.W = project_simplex(self.W)
+        self.history: deque = deque(maxlen=self.policy.max_staleness + 1)
+        self.ema = torch.zeros_like(self.bank.flat) if p["gradient"] == "ema" else None
+        self.stepped = torch.zeros(n, dtype=torch.bool, device=self.device)
+        rounds, every = ctx.cfg["schedule"]["rounds"], ctx.cfg["schedule"]["eval_every"]
+        self.eval_rounds = {t for t in range(rounds) if (t + 1) % every == 0 or t + 1 == rounds}
+        self.effective: list[np.ndarray] = []
+        self.row_sum: list[np.ndarray] = []
+        self.updated: list[np.ndarray] = []   # per round: [2, P] pairs (a, b) whose W was updated
+
+    @classmethod
+    def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
+        n, tr = cfg["clients"], spec["train"]
+        if n < 2:
+            raise ConfigError("clients", n, "at least 2 for cobo")
+        if spec["policy"]["name"] == "async":
+            raise ConfigError(f"{path}.policy.name", "async", "wait_all or deadline",
+                              "a pair's W update needs both midpoint gradients in the same round")
+        if spec["gradient"] == "ema":
+            for key in ("momentum", "weight_decay", "clip"):
+                if tr[key]:
+                    raise ConfigError(f"{path}.train.{key}", tr[key], "0 or null with "
+                                      "gradient: ema", "the EMA momentum replaces the SGD options")
+        w_max = 1.0 if spec["domain"] == "simplex" else n - 1.0
+        if spec["rho"] * tr["lr"] * w_max >= 1.0:
+            raise ConfigError(f"{path}.rho", spec["rho"],
+                              f"rho * lr * max_i sum_k w_ik < 1, i.e. rho < {1 / (tr['lr'] * w_max):.4g}",
+                              "the penalty is a Laplacian step (ALGORITHMS.md 1.7)")
+
+    # ------------------------------------------------------------------ one round (Alg. 1)
+    def round(self, t: int) -> None:
+        n = self.n
+        pairs = np.zeros((n, n), bool)
+        if not (self.p["order"] == "x_then_w" and t == 0):
+            p_t = pair_probability(t, n, self.ctx.cfg["schedule"]["rounds"], self.p["sampling"],
+                                   self.p["pair_rate"], self.p["decay_power"],
+                                   self.p["mixed_switch"])
+            pairs = np.triu(self.rng.random((n, n)) < p_t, k=1)
+        want = (self.W > 0) | pairs | pairs.T
+        np.fill_diagonal(want, False)
+        self.history.appendleft(self.bank.flat.clone())
+        models = self.exchange(want, self.bank.size_bytes)
+        self.log_links(models.delivered)
+        self.select(pairs & models.delivered & models.delivered.T)
+        self.model_step(models, record=t in self.eval_rounds)
+
+    def select(self, pairs: np.ndarray) -> None:
+        """Client-Selection (eq. 1/4) for the sampled pairs whose two models arrived."""
+        a, b = np.nonzero(pairs)
+        if a.size:
+            count = np.bincount(np.r_[a, b], minlength=self.n)
+            comp = self.compute_phase(active=count > 0, steps=count)
+            fin = comp.finished[: self.n]
+            req = np.zeros((self.n, self.n), bool)
+            req[a, b], req[b, a] = fin[b], fin[a]
+            grads = self.exchange(req, self.bank.size_bytes, ready=comp.finish_time)
+            both = grads.delivered[a, b] & grads.delivered[b, a]
+            a, b = a[both], b[both]
+        if a.size:
+            self.update_w(a, b, self.midpoint_alignment(a, b))
+        self.updated.append(np.stack([a, b]))
+
+    def midpoint_alignment(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """``<grad f_a(z_ab; xi_a), grad f_b(z_ab; xi_b)>`` for all pairs in one batched call."""
+        x = self.history[0]
+        ia = torch.as_tensor(a, device=self.device)
+        ib = torch.as_tensor(b, device=self.device)
+        z = 0.5 * (x[ia] + x[ib])
+        owners = torch.cat([ia, ia if self.p["pair_batches"] == "first" else ib])
+        xb, yb = self.data.sample_batch("train", self.train["batch_size"], self.gen, owners)
+        _, g = self.bank.grad(xb, yb, owners, flat=torch.cat([z, z]))
+        ha, hb = g[: a.size], g[a.size:]
+        ip = (ha * hb).sum(1)
+        if self.p["similarity"] == "cosine":
+            ip = ip / (ha.norm(dim=1) * hb.norm(dim=1)).clamp(min=1e-12)
+        return ip.double().cpu().numpy()
+
+    def update_w(self, a: np.ndarray, b: np.ndarray, ip: np.ndarray) -> None:
+        """Projected ascent ``w_ab <- Proj(w_ab + gamma ip_ab)`` on both ends of each pair."""
+        W = self.W
+        W[a, b] += self.p["gamma"] * ip
+        W[b, a] += self.p["gamma"] * ip
+        if self.p["domain"] == "box":
+            W[a, b] = np.clip(W[a, b], 0.0, 1.0)
+            W[b, a] = W[a, b]
+        else:
+            rows = np.unique(np.r_[a, b])
+            W[rows] = project_simplex(W[rows])
+
+    def model_step(self, models: ExchangeResult, record: bool) -> None:
+        """Model-Training, eq. (2): E penalised SGD steps against the received peer copies."""
+        eff = np.where(models.available, self.W, 0.0)
+        np.fill_diagonal(eff, 0.0)
+        w = torch.as_tensor(eff, dtype=self.bank.flat.dtype, device=self.device)
+        rho = self.p["rho"]
+        row = rho * w.sum(1, keepdim=True)
+        pull = rho * peer_sum(w, models.staleness, self.history)
+        done = self.compute_phase(active=self.sim.alive()).finished[: self.n]
+        idx = self.index(done, self.device)
+        tr = self.train
+        for _ in range(tr["local_steps"]):
+            x, y = self.data.sample_batch("train", tr["batch_size"], self.gen, idx)
+            pen = row[idx] * self.bank.flat[idx] - pull[idx]
+            if self.ema is None:
+                self.bank.sgd_step(x, y, lr=tr["lr"], momentum=tr["momentum"],
+                                   weight_decay=tr["weight_decay"], clip=tr["clip"], clients=idx,
+                                   extra_grad=pen)
+            else:
+                self.ema_step(x, y, idx, pen)
+        self.row_sum.append(eff.sum(1))
+        if record:
+            self.effective.append(eff.astype(np.float32))
+
+    def ema_step(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor,
+                 pen: torch.Tensor) -> None:
+        """The code's step: ``m <- beta m + (1 - beta) g`` (first m = g), ``x <- x - lr (m + pen)``."""
+        _, g = self.bank.grad(x, y, idx)
+        beta = self.p["ema_beta"]
+        m = torch.where(self.stepped[idx, None], beta * self.ema[idx] + (1 - beta) * g, g)
+        self.ema[idx] = m
+        self.stepped[idx] = True
+        self.bank.flat[idx] = self.bank.flat[idx] - self.train["lr"] * (m + pen)
+
+    # ------------------------------------------------------------------ results
+    def personal_models(self) -> torch.Tensor:
+        return self.bank.flat
+
+    def collaboration(self) -> np.ndarray:
+        return self.W.copy()
+
+    def run(self) -> None:
+        """The schedule, then ``effective/<label>_seed<k>.npz``: the weights the model steps used
+        (``W`` at each evaluation round, ``row_sum`` = sum_k w_ik used and ``pair_updates`` = number
+        of W-updated pairs in every round)."""
+        super().run()
+        rounds = sorted(t + 1 for t in self.eval_rounds)
+        self.ctx.recorder.writer.write_arrays(
+            "effective", self.p["label"], self.ctx.seed, W=np.stack(self.effective),
+            rounds=np.asarray(rounds), row_sum=np.stack(self.row_sum),
+            pair_updates=np.array([u.shape[1] for u in self.updated]))
