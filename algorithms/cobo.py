@@ -123,7 +123,7 @@ class CoBo(Algorithm):
             self.W = project_simplex(self.W)
         self.history: deque = deque(maxlen=self.policy.max_staleness + 1)
         self.ema = torch.zeros_like(self.bank.flat) if p["gradient"] == "ema" else None
-        self.stepped = torch.zeros(n, dtype=torch.bool, device=self.device)
+        self.stepped = torch.zeros(n, dtype=torch.bool, device=self.device)   # ema: m set
         rounds, every = ctx.cfg["schedule"]["rounds"], ctx.cfg["schedule"]["eval_every"]
         self.eval_rounds = {t for t in range(rounds) if (t + 1) % every == 0 or t + 1 == rounds}
         self.effective: list[np.ndarray] = []

@@ -134,7 +134,7 @@ def _hand_rounds(mu, a, rounds, lr, rho, gamma):
     return w, x
 
 
-def test_two_rounds_match_eq_1_and_2_by_hand():
+def test_first_rounds_match_eq_1_and_2_by_hand():
     alg = build(QUAD)
     mu, a = quad_truth(alg)
     play(alg, range(3))
