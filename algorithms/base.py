@@ -111,6 +111,31 @@ class Algorithm:
         return self.sim.exchange(request, nbytes, ready=ready, policy=self.policy,
                                  round_start=round_start)
 
+    def broadcast(self, to: np.ndarray, nbytes, steps: int | None = None):
+        """Server (node N) sends ``nbytes`` to the clients ``to`` [N]; those that receive it
+        start ``steps`` local steps at its arrival (under a deadline policy the deadline counts
+        from now). Returns the compute phase (``finished`` and ``finish_time`` over N + 1 nodes)
+        and the received mask [N]."""
+        n, t0 = self.n, self.sim.now
+        down = np.zeros((n + 1, n + 1), bool)
+        down[:n, n] = to
+        got = self.exchange(down, nbytes)
+        received = got.delivered[:n, n]
+        deadline = t0 + self.policy.deadline if self.policy.name == "deadline" else None
+        comp = self.compute_phase(active=received, start=got.arrival_time[:n, n], steps=steps,
+                                  deadline=deadline)
+        return comp, received
+
+    def gather(self, comp, nbytes, round_start: float) -> np.ndarray:
+        """The clients that finished ``comp`` upload ``nbytes`` to the server when they finish;
+        returns the mask [N] of uploads the server accepted (receiver policy from
+        ``round_start``)."""
+        n = self.n
+        up = np.zeros((n + 1, n + 1), bool)
+        up[n, :n] = comp.finished[:n]
+        sent = self.exchange(up, nbytes, ready=comp.finish_time, round_start=round_start)
+        return sent.delivered[n, :n]
+
     def log_links(self, delivered: np.ndarray) -> None:
         """Record the realised client-to-client communication graph of this round."""
         self.links_log.append(np.asarray(delivered[: self.n, : self.n], bool))

@@ -87,19 +87,8 @@ class FederatedClustering(Algorithm):
         n, size = self.n, self.bank.size_bytes
         werner = self.p["orientation"] == "werner"
         t0 = self.sim.now
-        down = np.zeros((n + 1, n + 1), bool)
-        down[:n, n] = True
-        got = self.exchange(down, n * size)
-        received = got.delivered[:n, n]
-        deadline = t0 + self.policy.deadline if self.policy.name == "deadline" else None
-        comp = self.compute_phase(active=received, start=got.arrival_time[:n, n], steps=n,
-                                  deadline=deadline)
-        done = comp.finished[:n]
-        up = np.zeros((n + 1, n + 1), bool)
-        up[n, :n] = done
-        sent = self.exchange(up, (n if werner else 1) * size, ready=comp.finish_time,
-                             round_start=t0)
-        arrived = np.flatnonzero(sent.delivered[n, :n])
+        comp, _ = self.broadcast(np.ones(n, bool), n * size, steps=n)
+        arrived = np.flatnonzero(self.gather(comp, (n if werner else 1) * size, t0))
         if arrived.size == 0:
             return
         rows = torch.as_tensor(arrived, device=self.device)

@@ -52,28 +52,17 @@ class ServerAveraging(Algorithm):
         return None
 
     def round(self, t: int) -> None:
-        n, size = self.n, self.bank.size_bytes
         t0 = self.sim.now
-        sampled = np.zeros(n, bool)
-        sampled[self.rng.choice(n, self.m, replace=False)] = True
-        down = np.zeros((n + 1, n + 1), bool)
-        down[:n, n] = sampled
-        got = self.exchange(down, size)
-        received = got.delivered[:n, n]
-        deadline = t0 + self.policy.deadline if self.policy.name == "deadline" else None
-        comp = self.compute_phase(active=received, start=got.arrival_time[:n, n], deadline=deadline)
-        done = comp.finished[:n]
-
+        sampled = np.zeros(self.n, bool)
+        sampled[self.rng.choice(self.n, self.m, replace=False)] = True
+        comp, received = self.broadcast(sampled, self.bank.size_bytes)
         idx = self.index(received, self.device)
         self.bank.flat[idx] = self.server_models[torch.as_tensor(self.group)[idx.cpu()].to(self.device)]
         self.bank.reset_momentum(idx)
-        self.local_sgd(self.bank, self.train["local_steps"], clients=self.index(done, self.device),
-                       prox=self.prox())
-
-        up = np.zeros((n + 1, n + 1), bool)
-        up[n, :n] = done
-        sent = self.exchange(up, size, ready=comp.finish_time, round_start=t0)
-        self.aggregate(torch.as_tensor(sent.delivered[n, :n], device=self.device))
+        self.local_sgd(self.bank, self.train["local_steps"],
+                       clients=self.index(comp.finished[:self.n], self.device), prox=self.prox())
+        arrived = self.gather(comp, self.bank.size_bytes, t0)
+        self.aggregate(torch.as_tensor(arrived, device=self.device))
 
     def aggregate(self, arrived: torch.Tensor) -> None:
         """``w_k <- sum_i a_ki n_i x_i / sum_i a_ki n_i`` over the arrived clients of group k."""

@@ -60,30 +60,19 @@ class IFCA(ServerAveraging):
             raise ConfigError(f"{path}.clusters", k, f"an int in [1, {cfg['clients']}]")
 
     def round(self, t: int) -> None:
-        n, size = self.n, self.bank.size_bytes
-        t0 = self.sim.now
-        sampled = np.zeros(n, bool)
-        sampled[self.rng.choice(n, self.m, replace=False)] = True
-        down = np.zeros((n + 1, n + 1), bool)
-        down[:n, n] = sampled
-        got = self.exchange(down, self.k * size)
-        received = got.delivered[:n, n]
-        deadline = t0 + self.policy.deadline if self.policy.name == "deadline" else None
-        comp = self.compute_phase(active=received, start=got.arrival_time[:n, n], deadline=deadline)
-        done = comp.finished[:n]
-
+        size, t0 = self.bank.size_bytes, self.sim.now
+        sampled = np.zeros(self.n, bool)
+        sampled[self.rng.choice(self.n, self.m, replace=False)] = True
+        comp, received = self.broadcast(sampled, self.k * size)     # all K models down
         idx = self.index(received, self.device)
         if idx.numel():
             self.assign(idx, self.choose(idx))
         self.bank.flat[idx] = self.server_models[torch.as_tensor(self.group, device=self.device)[idx]]
         self.bank.reset_momentum(idx)
         start = self.bank.flat.clone()
-        self.local_sgd(self.bank, self.train["local_steps"], clients=self.index(done, self.device))
-
-        up = np.zeros((n + 1, n + 1), bool)
-        up[n, :n] = done
-        sent = self.exchange(up, size + 8, ready=comp.finish_time, round_start=t0)
-        arrived = torch.as_tensor(sent.delivered[n, :n], device=self.device)
+        self.local_sgd(self.bank, self.train["local_steps"],
+                       clients=self.index(comp.finished[:self.n], self.device))
+        arrived = torch.as_tensor(self.gather(comp, size + 8, t0), device=self.device)  # + cluster id
         if self.p["aggregation"] == "mean":
             self.aggregate(arrived)
         else:

@@ -105,6 +105,16 @@ def test_dirichlet_skew(digits):
         assert sorted(np.concatenate(part.indices)) == list(range(1797))
 
 
+def test_label_permutation_shift_gives_every_class_a_different_label_per_cluster(digits):
+    spec = {"name": "label_permutation", "clusters": 4, "replicate": True}
+    part = make_partition({**spec, "shift": True}, digits, 8, rng())
+    for g in range(4):
+        np.testing.assert_array_equal(part.label_map[2 * g], (np.arange(10) + g) % 10)
+    assert (part.label_map[[0, 2, 4, 6]] != part.label_map[[2, 4, 6, 0]]).all()
+    random = make_partition(spec, digits, 8, rng())   # same data split, other maps
+    assert all((a == b).all() for a, b in zip(part.indices, random.indices))
+
+
 @pytest.mark.parametrize("within", [None, 0.5])
 def test_pathological_k_classes(digits, within):
     part = make_partition({"name": "pathological", "classes_per_client": 3,
@@ -268,6 +278,8 @@ def test_sample_batch_subset_and_full(tiny):
 @pytest.mark.parametrize("section, n, field", [
     ({"dataset": "digits", "partition": {"name": "label_permutation", "clusters": 5}}, 4,
      "data.partition.clusters"),
+    ({"dataset": "digits", "partition": {"name": "label_permutation", "clusters": 11,
+                                         "shift": True}}, 20, "data.partition.clusters"),
     ({"dataset": "digits", "partition": {"name": "class_clusters", "clusters": 11}}, 20,
      "data.partition.clusters"),
     ({"dataset": "digits", "partition": {"name": "pathological", "classes_per_client": 11}}, 4,

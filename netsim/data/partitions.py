@@ -195,18 +195,24 @@ def clusters(ds: RawDataset, n_clients: int, rng: np.random.Generator, clusters:
     "clusters": _CLUSTERS, "sizes": _SIZES,
     "replicate": Field("bool", False, "each cluster splits the whole dataset among its clients "
                        "(CoBo's code); false = the data is split among all clients"),
+    "shift": Field("bool", False, "cluster g maps label y to (y + g) mod C, so every class has a "
+                   "different label in every cluster (CoBo's code); false = random distinct "
+                   "permutations"),
 })
 def label_permutation(ds: RawDataset, n_clients: int, rng: np.random.Generator, clusters: int,
-                      sizes: list[int] | None, replicate: bool) -> Partition:
+                      sizes: list[int] | None, replicate: bool, shift: bool) -> Partition:
     """CoBo cross-silo (Hashemi et al. 2024, Sec. 4.1): IID data, one label permutation per cluster.
 
-    Cluster 0 keeps the identity; the K permutations are distinct.
+    Cluster 0 keeps the identity; the K permutations are distinct: random, or with ``shift`` the
+    cyclic shifts y -> (y + g) mod C (the code's ``(y + 11 g) mod 100`` for CIFAR-100).
     """
     cluster = _cluster_ids(n_clients, clusters, sizes)
     everything = np.arange(len(ds))
     indices = (_within_clusters([everything] * clusters, cluster, rng) if replicate
                else _iid(everything, n_clients, rng))
-    perms = _distinct_permutations(ds.num_classes, clusters, rng)
+    c = ds.num_classes
+    perms = ((np.arange(c)[None, :] + np.arange(clusters)[:, None]) % c if shift
+             else _distinct_permutations(c, clusters, rng))
     return Partition(indices, cluster, label_map=perms[cluster])
 
 
@@ -307,6 +313,9 @@ def check_partition(spec: dict, n_clients: int, info: DatasetInfo,
         if name == "class_clusters" and k > c:
             raise ConfigError(f"{path}.clusters", k, f"an int in [1, {c}] (disjoint class blocks "
                               f"of {c} classes)")
+        if name == "label_permutation" and spec["shift"] and k > c:
+            raise ConfigError(f"{path}.clusters", k,
+                              f"an int in [1, {c}] with shift: true ({c} distinct cyclic shifts)")
         if name == "label_permutation" and k > factorial(c):
             raise ConfigError(f"{path}.clusters", k,
                               f"at most {factorial(c)} distinct permutations of {c} classes")
