@@ -26,12 +26,13 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import yaml
 
 from netsim.analysis.stats import mean_ci
 from netsim.config import Scenario
 from netsim.errors import ConfigError
-from netsim.results import _csv_text, atomic_write
+from netsim.results import Results, _csv_text, atomic_write
 from netsim.schema import Field, check_section
 
 SWEEP_FIELDS = {
@@ -233,20 +234,41 @@ def _write_index(root: Path, cells: list[Cell], status: dict) -> None:
         ("id", "algorithm", "seed", "point", "status", "error", "folder"), rows))
 
 
+def _final_test_accuracy(folder: Path) -> np.ndarray:
+    """Each client's test accuracy at the last evaluation of a one-algorithm, one-seed run."""
+    m = Results(folder).metrics
+    m = m[m["split"] == "test"]
+    return m[m["round"] == m["round"].max()].sort_values("client")["accuracy"].to_numpy()
+
+
+def _improved_over_local(root: Path, done: list[Cell]) -> dict[str, float]:
+    """Share of clients beating the ``local`` run of the same grid point and seed (a plain run
+    with both algorithms reports the same number in its summary); {} without local runs."""
+    key = lambda c: (json.dumps(c.point, sort_keys=True, default=str), c.seed)  # noqa: E731
+    local = {key(c): c for c in done if c.config["algorithms"][0]["name"] == "local"}
+    out = {}
+    for c in done:
+        ref = local.get(key(c))
+        if ref is not None and ref is not c:
+            out[c.id] = float(np.mean(_final_test_accuracy(root / "runs" / c.id) >
+                                      _final_test_accuracy(root / "runs" / ref.id)))
+    return out
+
+
 def aggregate(root: Path, sweep: Sweep, cells: list[Cell]):
     """table.csv (one row per finished run), cells.csv (mean and 95% CI) and robustness curves."""
     import pandas as pd
 
+    done = [c for c in cells if (root / "runs" / c.id / DONE).is_file()]
+    improved = _improved_over_local(root, done)
     rows = []
-    for c in cells:
-        folder = root / "runs" / c.id
-        if not (folder / DONE).is_file():
-            continue
-        s = json.loads((folder / "summary.json").read_text())["algorithms"][c.algorithm]
+    for c in done:
+        s = json.loads((root / "runs" / c.id / "summary.json").read_text())["algorithms"][c.algorithm]
         row = {"id": c.id, **{k: _scalar(v) for k, v in c.point.items()},
                "x": _scalar(_lookup(c.config, sweep.x)) if sweep.x else None,
                "algorithm": c.algorithm, "seed": c.seed}
         row.update({m: s.get(m) for m in TABLE_METRICS})
+        row["improved_over_local"] = improved.get(c.id, row["improved_over_local"])
         rows.append(row)
     table = pd.DataFrame(rows)
     if table.empty:

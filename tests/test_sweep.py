@@ -70,6 +70,20 @@ def test_cell_equals_plain_run_of_its_config(sweep_file, tmp_path):
     assert (res.dir / "metrics.csv").read_text() == (folder / "metrics.csv").read_text()
 
 
+def test_improved_over_local_equals_a_plain_run_with_both_algorithms(sweep_file, tmp_path):
+    root = run_sweep(sweep_file, out=tmp_path / "out", log=lambda s: None)
+    table = pd.read_csv(root / "table.csv")
+    assert (table.loc[table["algorithm"] == "local", "improved_over_local"] == 0).all()
+    row = table[(table["algorithm"] == "sgp") & (table["network.links.p"] == 0.3)
+                & (table["seed"] == 1)].iloc[0]
+    cfg = yaml.safe_load((root / "runs" / row["id"] / "config.yaml").read_text())
+    cfg["algorithms"] = [{"name": "local"}, cfg["algorithms"][0]]
+    res = run(Scenario(cfg), seeds=[1], out=tmp_path / "plain", quiet=True)
+    plain = res.summary["algorithms"]["sgp"]["improved_over_local"]
+    assert 0 < plain < 1                      # a share that can tell the two computations apart
+    assert row["improved_over_local"] == pytest.approx(plain)
+
+
 def test_process_pool_gives_the_serial_numbers(sweep_file, tmp_path):
     raw = yaml.safe_load(sweep_file.read_text())
     raw.update(executor={"name": "local", "workers": 2}, seeds=[0],
