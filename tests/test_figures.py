@@ -11,10 +11,11 @@ from matplotlib.colors import to_rgb
 
 from netsim import run
 from netsim.analysis import edges, oracle_matrix, robustness_table
-from netsim.analysis.report import client_table, rebuild_data
+from netsim.analysis.report import accuracy_curves, client_table, rebuild_data
 from netsim.cli import main
 from netsim.plot import KINDS, plot_robustness, write_run_figures
 from netsim.plot.matrices import MASK_COLOUR, draw_collaboration
+from netsim.plot.outer import draw_outer_weights, plot_outer_weights
 from netsim.plot.style import new_figure
 from netsim.results import Results, ResultsWriter
 from tests.test_runs import tiny
@@ -70,6 +71,36 @@ def test_collaboration_image_pixels_follow_W():
     expected = W[np.ix_(order, order)] / vmax
     np.testing.assert_allclose(shown[off], expected[off], atol=2 / 255)
     assert (np.argsort(shown[off]) == np.argsort(expected[off])).all()
+
+
+def test_outer_weights_rows_are_the_agents_sorted_by_cluster(tmp_path):
+    weights = np.array([[0.1, 0.2, 0.7], [0.9, 0.05, 0.05], [0.3, 0.3, 0.4], [0.0, 1.0, 0.0]])
+    cluster = np.array([1, 0, 1, 0])
+    fig, ax = new_figure(3.0, 3.0)
+    draw_outer_weights(ax, weights, cluster)
+    fig.canvas.draw()
+    img = np.asarray(fig.canvas.buffer_rgba())[..., :3] / 255.0
+    lut = colormaps["viridis"](np.linspace(0, 1, 256))[:, :3]
+    for r, agent in enumerate([1, 3, 0, 2]):                 # cluster 0 first, stable order
+        for c in range(3):
+            x, y = ax.transData.transform((c, r))
+            px = img[int(round(img.shape[0] - y)), int(round(x))]
+            assert np.argmin(((lut - px) ** 2).sum(1)) / 255 == pytest.approx(weights[agent, c],
+                                                                             abs=2 / 255)
+    path, = plot_outer_weights(weights, cluster, tmp_path / "w.png")
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_worst_decile_curve_ends_at_the_summary_bottom10(folder):
+    res = Results(folder)
+    curves = accuracy_curves(res, worst=0.1)
+    assert curves.attrs["stat"] == "worst 10%"
+    last = curves[curves["round"] == curves["round"].max()]
+    assert len(last) == len(ALGS) * 2
+    for row in last.itertuples():
+        per_seed = res.summary["algorithms"][row.algorithm]["per_seed"][str(row.seed)]
+        assert row.value == pytest.approx(per_seed["bottom10_accuracy"], abs=1e-5)  # csv: 6 digits
+        assert row.value <= per_seed["mean_accuracy"]
 
 
 def test_each_seed_has_its_own_ground_truth(folder):

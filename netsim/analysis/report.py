@@ -93,21 +93,33 @@ def client_table(res: Results, seed: int | None = None) -> tuple[np.ndarray, np.
     return c["cluster"].to_numpy(int), group.astype(str).to_numpy(object)
 
 
-def accuracy_curves(res: Results, split: str = "test") -> pd.DataFrame:
+def _worst_mean(values: pd.Series, share: float, higher_is_worse: bool) -> float:
+    """Mean of the worst ``share`` of the values (at least one), as ``summary.json``'s bottom10."""
+    v = np.sort(values.to_numpy(float))
+    k = max(1, math.ceil(share * v.size))
+    return float((v[-k:] if higher_is_worse else v[:k]).mean())
+
+
+def accuracy_curves(res: Results, split: str = "test", worst: float | None = None) -> pd.DataFrame:
     """Mean over clients per evaluation: ``algorithm, seed, round, sim_time, bytes, value`` with
     ``value`` the accuracy (the loss for regression: ``attrs['value']`` says which) and
-    ``bytes`` the bytes sent by all nodes before the evaluation (from network.csv)."""
+    ``bytes`` the bytes sent by all nodes before the evaluation (from network.csv). With
+    ``worst`` (e.g. 0.1) ``value`` is the mean over the worst ``worst`` share of the clients
+    (the bottom decile) instead; ``attrs['stat']`` says which."""
     m = res.metrics
     m = m[m["split"] == split]
     value = "accuracy" if m["accuracy"].notna().any() else "loss"
+    stat = "mean" if worst is None else \
+        (lambda v: _worst_mean(v, worst, higher_is_worse=value == "loss"))
     cur = (m.groupby(["algorithm", "seed", "round"], sort=False)
-           .agg(sim_time=("sim_time", "mean"), value=(value, "mean")).reset_index())
+           .agg(sim_time=("sim_time", "mean"), value=(value, stat)).reset_index())
     net = res.network.sort_values(["algorithm", "seed", "round"])
     net["cum"] = net.groupby(["algorithm", "seed"])["bytes_sent"].cumsum()
     done = net.assign(round=net["round"] + 1)[["algorithm", "seed", "round", "cum"]]
     cur = cur.merge(done, on=["algorithm", "seed", "round"], how="left")
     cur["bytes"] = cur.pop("cum").fillna(0.0)
     cur.attrs["value"] = value
+    cur.attrs["stat"] = "mean" if worst is None else f"worst {100 * worst:g}%"
     return cur
 
 

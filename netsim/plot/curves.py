@@ -63,7 +63,7 @@ def plot_accuracy(curves: pd.DataFrame, path: str | Path, x: str = "round", pdf:
                 lo, hi = lo.clip(0, 100), hi.clip(0, 100)
             ax.fill_between(xs, lo, hi, color=colour, alpha=0.2, lw=0)
     ax.set_xlabel(X_LABELS[x])
-    ax.set_ylabel(f"mean test {label}")
+    ax.set_ylabel(f"{curves.attrs.get('stat', 'mean')} test {label}")
     _legend(fig, ax, len(order))
     return save(fig, path, pdf)
 
