@@ -12,7 +12,7 @@ sample were in one cluster, so the dataset is usable as is (e.g. with the ``iid`
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Callable
 
@@ -34,6 +34,8 @@ class RawDataset:
     targets ``[n, num_classes]`` (regression, ``num_classes`` = output dimension).
     ``cluster_targets``: hook of cluster-structured synthetic tasks (see module doc).
     ``loss_scale``: a per-client loss weight, a number or ``[lo, hi]`` drawn U[lo, hi] per client.
+    ``meta``: per-sample integer arrays ``[n]`` that partitions may use, e.g. ``"coarse"`` (CIFAR-100
+    superclasses) or ``"writer"`` (LEAF's natural clients).
     """
 
     x: np.ndarray
@@ -44,6 +46,7 @@ class RawDataset:
     name: str
     cluster_targets: TargetHook | None = None
     loss_scale: float | list[float] = 1.0
+    meta: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.x)
