@@ -4,7 +4,8 @@ from netsim.data.client_data import (DATA_FIELDS, SPLITS, ClientData, build_clie
 from netsim.data.datasets import (DATASETS, DatasetInfo, RawDataset, dataset_info, draw_range,
                                   load_dataset)
 from netsim.data.partitions import PARTITIONS, Partition, check_partition, make_partition
-from netsim.data import extra_partitions, rotations  # noqa: E402,F401  (register partitions)
+from netsim.data import extra_partitions, paper_partitions, rotations  # noqa: F401 (register)
+from netsim.data import local, natural  # noqa: E402,F401  (register file datasets, natural)
 
 __all__ = ["DATASETS", "PARTITIONS", "DATA_FIELDS", "SPLITS", "ClientData", "DatasetInfo",
            "Partition", "RawDataset", "build_client_data", "check_partition", "client_arrays",

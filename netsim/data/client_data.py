@@ -1,9 +1,11 @@
 """Per-client data on the device: the ``data`` section's schema, its validation and ``ClientData``.
 
-Pipeline (:func:`build_client_data`), every draw from the ``data`` stream: load the dataset ->
-partition it -> (cluster-structured synthetic tasks) draw targets per cluster -> split each client's
-own samples into train/val/test (so val/test follow the client's distribution) -> apply the
-client's label map and feature shift -> pad into ``[N, max_n, ...]`` tensors.
+Pipeline (:func:`build_client_data`), every draw from the ``data`` stream: load the dataset (from
+``data.root`` for the local-file datasets) -> partition it -> (cluster-structured synthetic tasks)
+draw targets per cluster -> split each client's own samples into train/val/test (so val/test
+follow the client's distribution) -> apply the client's label map and feature shift -> pad into
+``[N, max_n, ...]`` tensors. Training mini-batches are augmented on the fly when ``data.augment``
+asks for it (``netsim.data.augment``).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from netsim.data.augment import AUGMENT_FIELDS, augment_images, augments
 from netsim.data.datasets import DATASETS, RawDataset, dataset_info, draw_range, load_dataset
 from netsim.data.partitions import PARTITIONS, Partition, check_partition, make_partition
 from netsim.errors import ConfigError
@@ -21,6 +24,9 @@ SPLITS = ("train", "val", "test")
 
 DATA_FIELDS = {
     "dataset": Field("any", doc="a dataset name or {name: ..., params} (netsim list datasets)"),
+    "root": Field("str", None, "folder with your copy of a local-file dataset's files (netsim "
+                  "never downloads); checked when the data is built, not by validation",
+                  nullable=True),
     "partition": Field("any", "iid", "a partition name or {name: ..., params} "
                        "(netsim list partitions)"),
     "val_fraction": Field("float", 0.15, "share of each client's samples for validation",
@@ -29,6 +35,8 @@ DATA_FIELDS = {
                            lo=0.0, hi=1.0),
     "max_samples_per_client": Field("int", None, "cap on a client's samples before the split; "
                                     "null = no cap", lo=1, nullable=True),
+    "augment": Field("dict", {}, "training-batch image augmentation: {crop_padding: int, "
+                     "flip: bool}; {} = none"),
 }
 
 
@@ -45,8 +53,14 @@ def validate_data(section: dict | None, n_clients: int) -> dict:
     if isinstance(n_clients, bool) or not isinstance(n_clients, int) or n_clients < 1:
         raise ConfigError("clients", n_clients, "an int >= 1")
     out["dataset"] = DATASETS.resolve(out["dataset"], "data.dataset")
+    info = dataset_info(out["dataset"])
     out["partition"] = check_partition(PARTITIONS.resolve(out["partition"], "data.partition"),
-                                       n_clients, dataset_info(out["dataset"]))
+                                       n_clients, info)
+    out["augment"] = check_section("data.augment", out["augment"], AUGMENT_FIELDS)
+    if augments(out["augment"]) and not info.image:
+        raise ConfigError("data.augment", out["augment"],
+                          f"{{}} for dataset {out['dataset']['name']} (augmentation needs image "
+                          "inputs [C, H, W])")
     return out
 
 
@@ -100,7 +114,8 @@ class ClientData:
 
     ``x[split]``: float32 ``[N, max_n, *input_shape]``; ``y[split]``: int64 ``[N, max_n]``
     (classification) or float32 ``[N, max_n, k]`` (regression); ``n[split]``: true sizes int64 [N];
-    ``cluster``: ground truth (-1 if none); ``loss_scale``: per-client loss weight float32 [N].
+    ``cluster``: ground truth (-1 if none); ``loss_scale``: per-client loss weight float32 [N];
+    ``augment``: a resolved ``data.augment`` spec applied to training batches, None = none.
     """
 
     x: dict[str, torch.Tensor]
@@ -112,12 +127,13 @@ class ClientData:
     input_shape: tuple[int, ...]
     task: str
     loss_scale: torch.Tensor
+    augment: dict | None = None
 
     @classmethod
     def from_clients(cls, x: dict[str, list[np.ndarray]], y: dict[str, list[np.ndarray]], *,
                      num_classes: int, input_shape: tuple[int, ...], task: str,
                      cluster: np.ndarray | None = None, group: list[str] | None = None,
-                     loss_scale: np.ndarray | None = None,
+                     loss_scale: np.ndarray | None = None, augment: dict | None = None,
                      device: str | torch.device = "cpu") -> ClientData:
         """Pad per-split lists of per-client arrays (``x[split][i]``, ``y[split][i]``) into tensors."""
         n_clients = len(x["train"])
@@ -136,6 +152,7 @@ class ClientData:
             num_classes=num_classes, input_shape=tuple(input_shape), task=task,
             loss_scale=torch.as_tensor(np.ones(n_clients) if loss_scale is None else loss_scale,
                                        dtype=torch.float32, device=device),
+            augment=augment,
         )
 
     @property
@@ -156,13 +173,17 @@ class ClientData:
         """``batch_size`` samples per client, uniform with replacement among its ``n[split]`` true
         rows, for all (or the listed) clients in one gather: ``x[M, B, ...]``, ``y[M, B, ...]``.
 
-        A client whose split is empty gets its (zero) padding row.
+        A client whose split is empty gets its (zero) padding row. Training batches are augmented
+        (``augment``), with further draws from ``gen``.
         """
         rows = self._rows(clients)
         # float64 so that floor(u * n) < n for every n (float32 u * n can round up to n)
         u = torch.rand(len(rows), batch_size, generator=gen, device=self.device, dtype=torch.float64)
         pick = (u * self.n[split][rows, None]).long()
-        return self.x[split][rows[:, None], pick], self.y[split][rows[:, None], pick]
+        x = self.x[split][rows[:, None], pick]
+        if split == "train" and self.augment is not None:
+            x = augment_images(x, gen, **self.augment)
+        return x, self.y[split][rows[:, None], pick]
 
     def full(self, split: str, clients: torch.Tensor | None = None
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -190,7 +211,7 @@ def build_client_data(cfg_data: dict, n_clients: int, rng: np.random.Generator,
                       device: str | torch.device = "cpu") -> ClientData:
     """Build every client's train/val/test data from the ``data`` section, all draws from ``rng``."""
     cfg = validate_data(cfg_data, n_clients)
-    ds = load_dataset(cfg["dataset"], rng)
+    ds = load_dataset(cfg["dataset"], rng, root=cfg["root"])
     part = make_partition(cfg["partition"], ds, n_clients, rng)
     if ds.cluster_targets is not None:
         sample_cluster = np.zeros(len(ds), np.int64)
@@ -204,4 +225,5 @@ def build_client_data(cfg_data: dict, n_clients: int, rng: np.random.Generator,
         {s: arrays[s][0] for s in SPLITS}, {s: arrays[s][1] for s in SPLITS},
         num_classes=ds.num_classes, input_shape=ds.input_shape, task=ds.task,
         cluster=part.cluster, group=part.group,
-        loss_scale=draw_range(ds.loss_scale, n_clients, rng), device=device)
+        loss_scale=draw_range(ds.loss_scale, n_clients, rng),
+        augment=cfg["augment"] if augments(cfg["augment"]) else None, device=device)

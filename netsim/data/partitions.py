@@ -195,23 +195,30 @@ def clusters(ds: RawDataset, n_clients: int, rng: np.random.Generator, clusters:
     "clusters": _CLUSTERS, "sizes": _SIZES,
     "replicate": Field("bool", False, "each cluster splits the whole dataset among its clients "
                        "(CoBo's code); false = the data is split among all clients"),
-    "shift": Field("bool", False, "cluster g maps label y to (y + g) mod C, so every class has a "
-                   "different label in every cluster (CoBo's code); false = random distinct "
-                   "permutations"),
+    "shift": Field("bool", False, "cluster g maps label y to (y + shift_step g) mod C, so every "
+                   "class has a different label in every cluster (CoBo's code); false = random "
+                   "distinct permutations"),
+    "shift_step": Field("int", 1, "with shift: cluster g maps y to (y + shift_step g) mod C "
+                        "(CoBo's code on CIFAR-100: 11)", lo=1),
 })
 def label_permutation(ds: RawDataset, n_clients: int, rng: np.random.Generator, clusters: int,
-                      sizes: list[int] | None, replicate: bool, shift: bool) -> Partition:
+                      sizes: list[int] | None, replicate: bool, shift: bool,
+                      shift_step: int) -> Partition:
     """CoBo cross-silo (Hashemi et al. 2024, Sec. 4.1): IID data, one label permutation per cluster.
 
     Cluster 0 keeps the identity; the K permutations are distinct: random, or with ``shift`` the
-    cyclic shifts y -> (y + g) mod C (the code's ``(y + 11 g) mod 100`` for CIFAR-100).
+    cyclic shifts y -> (y + s g) mod C, s = ``shift_step`` (the code's ``(y + 11 g) mod 100`` for
+    CIFAR-100: s = 11).
     """
+    c = ds.num_classes
+    if shift and len({shift_step * g % c for g in range(clusters)}) < clusters:
+        raise ConfigError("shift_step", shift_step, f"a step s whose multiples s g, "
+                          f"g < {clusters}, are distinct mod {c} (one cyclic shift per cluster)")
     cluster = _cluster_ids(n_clients, clusters, sizes)
     everything = np.arange(len(ds))
     indices = (_within_clusters([everything] * clusters, cluster, rng) if replicate
                else _iid(everything, n_clients, rng))
-    c = ds.num_classes
-    perms = ((np.arange(c)[None, :] + np.arange(clusters)[:, None]) % c if shift
+    perms = ((np.arange(c)[None, :] + shift_step * np.arange(clusters)[:, None]) % c if shift
              else _distinct_permutations(c, clusters, rng))
     return Partition(indices, cluster, label_map=perms[cluster])
 

@@ -38,7 +38,7 @@ def rotate_images(x: np.ndarray, degrees: float) -> np.ndarray:
     "base": Field("str", "digits", "bundled image dataset to rotate", choices=("digits", "mnist")),
     "angles": Field("list", [0.0, 15.0, 90.0, 180.0], "rotation of each cluster, in degrees",
                     item="float"),
-}, lambda spec: DatasetInfo("classification", 10))
+}, lambda spec: DatasetInfo("classification", 10, image=True))
 def rotated(rng: np.random.Generator, base: str, angles: list[float]) -> RotatedDataset:
     """Every image of ``base`` once per angle in ``angles`` (used with the ``rotations`` partition)."""
     if not angles:

@@ -5,6 +5,12 @@ A :class:`BatchedModel` computes M clients' outputs in one call from stacked par
 knowing its single-client functional form (``single``: used by ``vmap`` and by the ``loop``
 trunk), its all-clients form (``batched``) and its ``torch.nn`` twin (``module``, used only by
 tests as the independent reference).
+
+Batch normalisation (:class:`BatchNorm`) adds per-client *buffers*, running statistics that are
+not parameters: ``forward(params, x)`` is train mode (batch statistics, a pure function of the
+parameters), ``forward(params, x, buffers=...)`` eval mode (running statistics) and
+``forward(params, x, stats={})`` train mode that also records each running statistic's batch
+value, from which the caller (``ClientBank.sgd_step``) updates the buffers.
 """
 from __future__ import annotations
 
@@ -16,6 +22,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 Params = dict[str, Tensor]
+Stats = dict[str, Tensor]
+
+BN_EPS = 1e-5
+BN_MOMENTUM = 0.1  # running = (1 - m) * running + m * batch value (torch.nn.BatchNorm2d)
 
 
 class BatchedModel:
@@ -23,6 +33,9 @@ class BatchedModel:
 
     Subclasses set ``shapes`` (per-client parameter shapes, ordered), ``init_bound`` (uniform
     init half-width per parameter, 0 = zeros), ``out_dim``, ``flops_per_sample`` and ``backend``.
+    Models with batch normalisation also set ``init_const`` (parameters starting at a constant),
+    ``buffers`` (per-client running-statistic shapes, ordered), ``buffer_init`` (their initial
+    values) and ``counters`` (the names of the ``num_batches_tracked`` counters).
     """
 
     shapes: dict[str, tuple]
@@ -30,6 +43,11 @@ class BatchedModel:
     out_dim: int
     flops_per_sample: float
     backend: str
+    init_const: dict[str, float] = {}
+    buffers: dict[str, tuple] = {}
+    buffer_init: dict[str, float] = {}
+    counters: tuple[str, ...] = ()
+    buffer_momentum: float = BN_MOMENTUM
 
     @property
     def num_params(self) -> int:
@@ -38,13 +56,16 @@ class BatchedModel:
 
     def init(self, n: int, gen: torch.Generator, device: str | torch.device) -> Params:
         """PyTorch-default init (U(-1/sqrt(fan_in), 1/sqrt(fan_in))), independent per client;
-        parameters with bound 0 start at zero.
+        parameters with bound 0 start at zero, those in ``init_const`` at their constant.
 
         Draws happen on ``gen``'s device (so results do not depend on ``device``), in
         ``shapes`` order, then move to ``device``.
         """
         out = {}
         for name, shape in self.shapes.items():
+            if name in self.init_const:
+                out[name] = torch.full((n, *shape), self.init_const[name], device=device)
+                continue
             bound = self.init_bound[name]
             if bound == 0:
                 out[name] = torch.zeros((n, *shape), device=device)
@@ -54,21 +75,41 @@ class BatchedModel:
         return out
 
     def forward(self, params: Params, x: Tensor) -> Tensor:
-        """``x: [M, B, *input_shape]`` -> ``[M, B, out_dim]``."""
+        """``x: [M, B, *input_shape]`` -> ``[M, B, out_dim]``.
+
+        Models with ``buffers`` also take ``buffers={name: [M, *shape]}`` (eval mode: running
+        statistics) and ``stats`` (a dict that receives the batch value ``[M, *shape]`` of each
+        running statistic: per-channel mean and unbiased variance); models without take neither.
+        """
         raise NotImplementedError
 
     def reference(self, params: Params) -> nn.Module:
-        """A plain ``nn.Module`` with this architecture and one client's weights (tests only)."""
+        """A plain ``nn.Module`` with this architecture and one client's weights (tests only);
+        models with buffers also load the running statistics and counters found in ``params``."""
         raise NotImplementedError
 
 
 class Layer:
-    """One stage of a per-client network; ``bind`` fixes the input shape, returns the output's."""
+    """One stage of a per-client network; ``bind`` fixes the input shape, returns the output's.
+
+    Layers with ``buffers`` (batch normalisation, and chains holding it) read their running
+    statistics from ``p`` when present there (eval mode) and take a third argument ``stats``
+    (a dict, or None) into which train mode records the batch values.
+    """
 
     name: str = ""
     params: dict[str, tuple] = {}
     fan_in: int = 1
     flops: float = 0.0
+    const: dict[str, float] = {}
+    buffers: dict[str, tuple] = {}
+    buffer_init: dict[str, float] = {}
+    counters: tuple[str, ...] = ()
+
+    @property
+    def init_bound(self) -> dict[str, float]:
+        """Uniform init half-width per parameter: PyTorch's 1/sqrt(fan_in)."""
+        return {k: 1.0 / math.sqrt(self.fan_in) for k in self.params}
 
     def bind(self, shape: tuple) -> tuple:
         return shape
@@ -83,6 +124,34 @@ class Layer:
 
     def module(self) -> nn.Module:
         raise NotImplementedError
+
+
+def run(layers: list[Layer], p: Params, x: Tensor, stats: Stats | None = None,
+        batched: bool = False) -> Tensor:
+    """Apply ``layers`` in order (their ``batched`` forms if ``batched``); ``stats`` goes to the
+    layers with buffers."""
+    for layer in layers:
+        f = layer.batched if batched else layer.single
+        x = f(p, x) if stats is None or not layer.buffers else f(p, x, stats)
+    return x
+
+
+def sequential(layers: list[Layer], cls: type = nn.Sequential) -> nn.Sequential:
+    """The ``torch.nn`` twin of a chain; a submodule is named by the last part of its layer's
+    dotted name (``op<i>`` for unnamed layers), so state-dict keys equal parameter names."""
+    return cls(OrderedDict((layer.name.rsplit(".", 1)[-1] or f"op{i}", layer.module())
+                                     for i, layer in enumerate(layers)))
+
+
+def _to_groups(x: Tensor) -> Tensor:
+    """``[M, B, C, ...]`` -> ``[B, M * C, ...]``: clients as channel groups."""
+    m, bsz = x.shape[:2]
+    return x.transpose(0, 1).reshape(bsz, m * x.shape[2], *x.shape[3:])
+
+
+def _from_groups(y: Tensor, m: int) -> Tensor:
+    """Inverse of :func:`_to_groups`."""
+    return y.reshape(y.shape[0], m, y.shape[1] // m, *y.shape[2:]).transpose(0, 1)
 
 
 class _Reshape(nn.Module):
@@ -128,6 +197,16 @@ class ReLU(Layer):
         return nn.ReLU()
 
 
+class ReLU6(Layer):
+    """min(max(x, 0), 6) (MobileNet-v2)."""
+
+    def single(self, p: Params, x: Tensor) -> Tensor:
+        return F.relu6(x)
+
+    def module(self) -> nn.Module:
+        return nn.ReLU6()
+
+
 class MaxPool(Layer):
     """2x2 max pooling, stride 2."""
 
@@ -145,6 +224,24 @@ class MaxPool(Layer):
 
     def module(self) -> nn.Module:
         return nn.MaxPool2d(2)
+
+
+class GlobalPool(Layer):
+    """Global max (``max``, ResNet-9) or average (``avg``, MobileNet-v2) pooling of each channel
+    to one value: ``(C, H, W)`` -> ``(C,)``."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def bind(self, shape: tuple) -> tuple:
+        return (shape[0],)
+
+    def single(self, p: Params, x: Tensor) -> Tensor:
+        return x.amax((-2, -1)) if self.kind == "max" else x.mean((-2, -1))
+
+    def module(self) -> nn.Module:
+        pool = nn.AdaptiveMaxPool2d(1) if self.kind == "max" else nn.AdaptiveAvgPool2d(1)
+        return nn.Sequential(pool, nn.Flatten())
 
 
 class Dense(Layer):
@@ -174,37 +271,144 @@ class Dense(Layer):
 
 
 class Conv(Layer):
-    """2-D convolution (stride 1); batched as one grouped ``conv2d`` with the clients as groups."""
+    """2-D convolution; ``groups`` > 1 splits the channels (``groups`` = channels: depthwise);
+    batched as one grouped ``conv2d`` with the clients as groups."""
 
-    def __init__(self, name: str, out: int, kernel: int, padding: int = 0):
+    def __init__(self, name: str, out: int, kernel: int, padding: int = 0, stride: int = 1,
+                 groups: int = 1, bias: bool = True):
         self.name, self.out, self.kernel, self.padding = name, out, kernel, padding
+        self.stride, self.groups, self.bias = stride, groups, bias
 
     def bind(self, shape: tuple) -> tuple:
         self.cin, h, w = shape
-        k, pad = self.kernel, self.padding
-        ho, wo = h + 2 * pad - k + 1, w + 2 * pad - k + 1
-        if ho < 1 or wo < 1:
+        k, pad, s, g = self.kernel, self.padding, self.stride, self.groups
+        ho, wo = (h + 2 * pad - k) // s + 1, (w + 2 * pad - k) // s + 1
+        if h + 2 * pad < k or w + 2 * pad < k:
             raise ValueError(f"a {k}x{k} convolution (padding {pad}) needs a map of at least "
                              f"{k - 2 * pad}x{k - 2 * pad}, got {h}x{w}")
-        self.fan_in = self.cin * k * k
-        self.params = {f"{self.name}.weight": (self.out, self.cin, k, k),
-                       f"{self.name}.bias": (self.out,)}
+        if self.cin % g or self.out % g:
+            raise ValueError(f"{g} groups must divide the {self.cin} input and {self.out} "
+                             "output channels")
+        self.fan_in = self.cin // g * k * k
+        self.params = {f"{self.name}.weight": (self.out, self.cin // g, k, k)}
+        if self.bias:
+            self.params[f"{self.name}.bias"] = (self.out,)
         self.flops = 2.0 * self.fan_in * self.out * ho * wo
         return (self.out, ho, wo)
 
+    def _bias(self, p: Params) -> Tensor | None:
+        return p[f"{self.name}.bias"] if self.bias else None
+
     def single(self, p: Params, x: Tensor) -> Tensor:
-        return F.conv2d(x, p[f"{self.name}.weight"], p[f"{self.name}.bias"], padding=self.padding)
+        return F.conv2d(x, p[f"{self.name}.weight"], self._bias(p), self.stride, self.padding,
+                        1, self.groups)
 
     def batched(self, p: Params, x: Tensor) -> Tensor:
-        w, b = p[f"{self.name}.weight"], p[f"{self.name}.bias"]
-        m, bsz = x.shape[:2]
-        xg = x.transpose(0, 1).reshape(bsz, m * self.cin, *x.shape[3:])
-        y = F.conv2d(xg, w.reshape(m * self.out, *w.shape[2:]), b.reshape(-1),
-                     padding=self.padding, groups=m)
-        return y.reshape(bsz, m, self.out, *y.shape[2:]).transpose(0, 1)
+        w, b, m = p[f"{self.name}.weight"], self._bias(p), x.shape[0]
+        y = F.conv2d(_to_groups(x), w.reshape(m * self.out, *w.shape[2:]),
+                     None if b is None else b.reshape(-1), self.stride, self.padding, 1,
+                     m * self.groups)
+        return _from_groups(y, m)
 
     def module(self) -> nn.Module:
-        return nn.Conv2d(self.cin, self.out, self.kernel, padding=self.padding)
+        return nn.Conv2d(self.cin, self.out, self.kernel, self.stride, self.padding,
+                         groups=self.groups, bias=self.bias)
+
+
+class BatchNorm(Layer):
+    """``torch.nn.BatchNorm2d`` (eps 1e-5, momentum 0.1): affine weight (init 1) and bias (init 0)
+    are parameters; running mean (init 0) and variance (init 1) are per-client buffers, and
+    ``num_batches_tracked`` a per-client counter. Train mode normalises with the batch
+    statistics over (B, H, W) of each client; eval mode with the running ones."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def bind(self, shape: tuple) -> tuple:
+        c = shape[0]
+        self.channels = c
+        w, b = f"{self.name}.weight", f"{self.name}.bias"
+        self.mean, self.var = f"{self.name}.running_mean", f"{self.name}.running_var"
+        self.params, self.const = {w: (c,), b: (c,)}, {w: 1.0, b: 0.0}
+        self.buffers = {self.mean: (c,), self.var: (c,)}
+        self.buffer_init = {self.mean: 0.0, self.var: 1.0}
+        self.counters = (f"{self.name}.num_batches_tracked",)
+        self.flops = 2.0 * math.prod(shape)
+        return shape
+
+    def _normalise(self, p: Params, x: Tensor) -> Tensor:
+        """``x`` holds each client's channels in dim 1 (one client, or clients as groups)."""
+        w, b = p[f"{self.name}.weight"].reshape(-1), p[f"{self.name}.bias"].reshape(-1)
+        if self.mean in p:
+            return F.batch_norm(x, p[self.mean].reshape(-1), p[self.var].reshape(-1), w, b,
+                                False, 0.0, BN_EPS)
+        return F.batch_norm(x, None, None, w, b, True, 0.0, BN_EPS)
+
+    def single(self, p: Params, x: Tensor, stats: Stats | None = None) -> Tensor:
+        if stats is not None:
+            stats[self.var], stats[self.mean] = torch.var_mean(x.detach(), dim=(0, 2, 3))
+        return self._normalise(p, x)
+
+    def batched(self, p: Params, x: Tensor, stats: Stats | None = None) -> Tensor:
+        if stats is not None:
+            stats[self.var], stats[self.mean] = torch.var_mean(x.detach(), dim=(1, 3, 4))
+        return _from_groups(self._normalise(p, _to_groups(x)), x.shape[0])
+
+    def module(self) -> nn.Module:
+        return nn.BatchNorm2d(self.channels, eps=BN_EPS, momentum=BN_MOMENTUM)
+class Chain(Layer):
+    """A named sub-chain of layers (e.g. one MobileNet-v2 block); its layers' names start with
+    ``name + "."`` so that the ``torch.nn`` twin nests them under ``name``."""
+
+    def __init__(self, name: str, layers: list[Layer]):
+        self.name, self.layers = name, layers
+
+    def bind(self, shape: tuple) -> tuple:
+        for layer in self.layers:
+            shape = layer.bind(shape)
+        for attr in ("params", "const", "buffers", "buffer_init"):
+            setattr(self, attr, {k: v for layer in self.layers
+                                 for k, v in getattr(layer, attr).items()})
+        self.counters = tuple(k for layer in self.layers for k in layer.counters)
+        self.flops = float(sum(layer.flops for layer in self.layers))
+        return shape
+
+    @property
+    def init_bound(self) -> dict[str, float]:
+        return {k: v for layer in self.layers for k, v in layer.init_bound.items()}
+
+    def single(self, p: Params, x: Tensor, stats: Stats | None = None) -> Tensor:
+        return run(self.layers, p, x, stats)
+
+    def batched(self, p: Params, x: Tensor, stats: Stats | None = None) -> Tensor:
+        return run(self.layers, p, x, stats, batched=True)
+
+    def module(self) -> nn.Module:
+        return sequential(self.layers)
+
+
+class _ResidualSequential(nn.Sequential):
+    def forward(self, x: Tensor) -> Tensor:
+        return x + super().forward(x)
+
+
+class Residual(Chain):
+    """``x + layers(x)`` (ResNet-9's residual blocks, MobileNet-v2's stride-1 blocks)."""
+
+    def bind(self, shape: tuple) -> tuple:
+        out = super().bind(shape)
+        if out != tuple(shape):
+            raise ValueError(f"residual block {self.name} maps {shape} to {out}")
+        return out
+
+    def single(self, p: Params, x: Tensor, stats: Stats | None = None) -> Tensor:
+        return x + super().single(p, x, stats)
+
+    def batched(self, p: Params, x: Tensor, stats: Stats | None = None) -> Tensor:
+        return x + super().batched(p, x, stats)
+
+    def module(self) -> nn.Module:
+        return sequential(self.layers, _ResidualSequential)
 
 
 class SequentialModel(BatchedModel):
@@ -224,33 +428,56 @@ class SequentialModel(BatchedModel):
         self.layers = layers
         self.backend = backend
         self.shapes = {k: v for layer in layers for k, v in layer.params.items()}
-        self.init_bound = {k: 1.0 / math.sqrt(layer.fan_in)
-                           for layer in layers for k in layer.params}
+        self.init_bound = {k: v for layer in layers for k, v in layer.init_bound.items()}
+        self.init_const = {k: v for layer in layers for k, v in layer.const.items()}
+        self.buffers = {k: v for layer in layers for k, v in layer.buffers.items()}
+        self.buffer_init = {k: v for layer in layers for k, v in layer.buffer_init.items()}
+        self.counters = tuple(k for layer in layers for k in layer.counters)
         self.flops_per_sample = float(sum(layer.flops for layer in layers))
         has_conv = any(isinstance(layer, Conv) for layer in layers)
         self._trunk = next(i for i, layer in enumerate(layers)
                            if isinstance(layer, Dense)) if has_conv else 0
         self._trunk_keys = [k for layer in layers[:self._trunk] for k in layer.params]
+        self._trunk_buffers = [k for layer in layers[:self._trunk] for k in layer.buffers]
 
-    def _single(self, params: Params, x: Tensor, stop: int | None = None) -> Tensor:
-        for layer in self.layers[:stop]:
-            x = layer.single(params, x)
-        return x
+    def _single(self, params: Params, x: Tensor, stop: int | None = None,
+                stats: Stats | None = None) -> Tensor:
+        return run(self.layers[:stop], params, x, stats)
 
-    def forward(self, params: Params, x: Tensor) -> Tensor:
+    def _tracked(self, params: Params, x: Tensor, stop: int | None = None) -> tuple[Tensor, Stats]:
+        """``_single`` returning the batch statistics it records (for vmap and the loop)."""
+        stats: Stats = {}
+        return self._single(params, x, stop, stats), stats
+
+    def forward(self, params: Params, x: Tensor, buffers: Params | None = None,
+                stats: Stats | None = None) -> Tensor:
+        keys = self._trunk_keys
+        if buffers is not None:
+            params, keys = {**params, **buffers}, keys + self._trunk_buffers
         if self.backend == "vmap":
-            return torch.func.vmap(self._single)(params, x)
+            if stats is None:
+                return torch.func.vmap(self._single)(params, x)
+            x, found = torch.func.vmap(self._tracked)(params, x)
+            stats.update(found)
+            return x
         start = self._trunk if self.backend == "loop" else 0
         if start:  # unbind, not x[i]: indexing's backward zero-fills [M, ...] per client
-            keys = self._trunk_keys
             rows = zip(x.unbind(0), *(params[k].unbind(0) for k in keys))
-            x = torch.stack([self._single(dict(zip(keys, ps)), xi, start) for xi, *ps in rows])
-        for layer in self.layers[start:]:
-            x = layer.batched(params, x)
-        return x
+            if stats is None:
+                x = torch.stack([self._single(dict(zip(keys, ps)), xi, start)
+                                 for xi, *ps in rows])
+            else:
+                outs, found = zip(*(self._tracked(dict(zip(keys, ps)), xi, start)
+                                    for xi, *ps in rows))
+                x = torch.stack(outs)
+                stats.update({k: torch.stack([f[k] for f in found]) for k in found[0]})
+        return run(self.layers[start:], params, x, stats, batched=True)
 
     def reference(self, params: Params) -> nn.Module:
-        net = nn.Sequential(OrderedDict(
-            (layer.name or f"op{i}", layer.module()) for i, layer in enumerate(self.layers)))
-        net.load_state_dict({k: v.detach().clone() for k, v in params.items()})
+        net = sequential(self.layers)
+        missing, unexpected = net.load_state_dict(
+            {k: v.detach().clone() for k, v in params.items()}, strict=False)
+        absent = set(missing) - set(self.buffers) - set(self.counters)
+        if absent or unexpected:
+            raise KeyError(f"reference: missing {sorted(absent)}, unexpected {sorted(unexpected)}")
         return net

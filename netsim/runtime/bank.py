@@ -11,6 +11,16 @@ of the parameter rows, so torch.func composes with it. With ``rows = bank.flat[c
 
 ``bank.loss(x, y, c, flat=rows)`` with ``rows.requires_grad_()`` also works with plain autograd
 (``create_graph=True`` for double backward).
+
+Batch normalisation: models with ``buffers`` keep per-client running statistics in
+``bank.running: Tensor[n, r]`` (the model's ``buffers`` in order, views by :meth:`buffers`) and
+``bank.tracked: Tensor[n]`` (long: ``num_batches_tracked`` of every BN layer), apart from the
+parameters. ``loss_fn``, ``loss`` and ``grad`` use batch statistics (train mode) and stay pure
+functions of the rows; only :meth:`sgd_step` updates the running statistics of the clients it
+steps (``torch.nn.BatchNorm2d``: momentum 0.1, unbiased batch variance); :meth:`evaluate` uses
+them (eval mode). The buffers are local, as in FedBN: ``mix``, ``set_rows`` and algorithms that
+copy a server model into clients move parameters only and leave each client's running
+statistics as they are; ``copy`` and ``state_dict`` carry them.
 """
 from __future__ import annotations
 
@@ -50,15 +60,18 @@ class ClientBank:
             raise ConfigError("data.task", task, "one of " + ", ".join(TASKS))
         self.model, self.n, self.task = model, int(n), task
         self.device = resolve_device(device)
-        self._slices: dict[str, tuple[int, int, tuple]] = {}
-        offset = 0
-        for name, shape in model.shapes.items():
-            self._slices[name] = (offset, offset + math.prod(shape), tuple(shape))
-            offset += math.prod(shape)
-        self.d = offset
+        self._slices, self.d = _layout(model.shapes)
         init = model.init(1 if same_init else self.n, gen, self.device)
         rows = torch.cat([init[k].reshape(init[k].shape[0], -1) for k in model.shapes], 1)
         self.flat = rows.to(dtype).expand(self.n, self.d).contiguous()
+        self.running: Tensor | None = None  # BatchNorm running statistics [n, r]
+        self.tracked: Tensor | None = None  # their num_batches_tracked [n]
+        if model.buffers:
+            self._buffer_slices, r = _layout(model.buffers)
+            first = torch.cat([torch.full((math.prod(shape),), model.buffer_init[k], dtype=dtype)
+                               for k, shape in model.buffers.items()])
+            self.running = first.to(self.device).expand(self.n, r).contiguous()
+            self.tracked = torch.zeros(self.n, dtype=torch.long, device=self.device)
         self.loss_scale = (torch.ones(self.n, dtype=dtype, device=self.device)
                            if loss_scale is None else
                            torch.as_tensor(loss_scale, dtype=dtype, device=self.device).clone())
@@ -72,8 +85,19 @@ class ClientBank:
     def params(self, flat: Tensor | None = None) -> Params:
         """``{name: Tensor[M, *shape]}`` views into ``flat`` (default: the bank's)."""
         rows = self.flat if flat is None else flat
-        return {k: rows[:, a:b].view(rows.shape[0], *shape)
-                for k, (a, b, shape) in self._slices.items()}
+        return _views(rows, self._slices)
+
+    def buffers(self, clients: Clients = None) -> Params:
+        """Running statistics ``{name: Tensor[M, *shape]}`` (views for all clients, else copies)
+        and their ``num_batches_tracked`` counters ``[M]`` of the listed clients; ``{}`` for a
+        model without batch normalisation."""
+        if self.running is None:
+            return {}
+        idx = self._index(clients)
+        rows, tracked = ((self.running, self.tracked) if idx is None else
+                         (self.running[idx], self.tracked[idx]))
+        return {**_views(rows, self._buffer_slices),
+                **{k: tracked for k in self.model.counters}}
 
     def _index(self, clients: Clients) -> Tensor | None:
         if clients is None:
@@ -99,9 +123,13 @@ class ClientBank:
         ``x[M, B, ...]``, ``y[M, B(, k)]`` (``clients`` only selects the loss scales)."""
         return self._loss_of(self.params(flat_rows), x, y, self._index(clients))
 
-    def _loss_of(self, params: Params, x: Tensor, y: Tensor, idx: Tensor | None) -> Tensor:
+    def _loss_of(self, params: Params, x: Tensor, y: Tensor, idx: Tensor | None,
+                 stats: dict | None = None) -> Tensor:
+        """``stats``: a dict receiving the batch statistics (models with buffers only)."""
         scale = self.loss_scale if idx is None else self.loss_scale[idx]
-        return self._sample_losses(self.model.forward(params, x), y).mean(1) * scale
+        out = (self.model.forward(params, x) if stats is None else
+               self.model.forward(params, x, stats=stats))
+        return self._sample_losses(out, y).mean(1) * scale
 
     def loss(self, x: Tensor, y: Tensor, clients: Clients = None,
              flat: Tensor | None = None) -> Tensor:
@@ -114,11 +142,14 @@ class ClientBank:
         """``(loss[M], grad[M, d])`` from one backward pass of the summed per-client losses
         (taken w.r.t. the per-parameter views, then concatenated: cheaper than slicing a flat
         leaf, whose backward zero-fills and adds a ``[M, d]`` tensor per parameter)."""
-        idx = self._index(clients)
+        return self._grad(x, y, self._index(clients), flat)
+
+    def _grad(self, x: Tensor, y: Tensor, idx: Tensor | None, flat: Tensor | None,
+              stats: dict | None = None) -> tuple[Tensor, Tensor]:
         params = {k: v.detach().requires_grad_(True)
                   for k, v in self.params(self._rows(idx, flat)).items()}
         with torch.enable_grad():
-            loss = self._loss_of(params, x, y, idx)
+            loss = self._loss_of(params, x, y, idx, stats)
             grads = torch.autograd.grad(loss.sum(), list(params.values()))
         return loss.detach(), torch.cat([g.flatten(1) for g in grads], 1)
 
@@ -134,10 +165,14 @@ class ClientBank:
         ``+ mu * (p - anchor[clients])`` for ``prox = (mu, anchor[N, d])``; ``+ weight_decay * p``;
         then momentum ``buf = momentum * buf + d_p`` (``buf = d_p`` on a client's first step),
         Nesterov ``d_p + momentum * buf``; ``p -= lr * step``. ``lr``: float or ``Tensor[M]``.
+        Models with batch normalisation also update the clients' running statistics.
         """
         idx = self._index(clients)
         p = self._rows(idx, None)
-        loss, g = self.grad(x, y, idx)
+        stats = None if self.running is None else {}
+        loss, g = self._grad(x, y, idx, None, stats)
+        if stats is not None:
+            self._update_running(idx, stats)
         if clip is not None:
             g = g * (clip / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0)
         if extra_grad is not None:
@@ -170,6 +205,17 @@ class ClientBank:
             self._buf.index_copy_(0, idx, buf)
         return d_p.add(buf, alpha=momentum) if nesterov else buf
 
+    def _update_running(self, idx: Tensor | None, stats: dict) -> None:
+        """``running = (1 - m) running + m batch`` for all stepped clients at once; counters + 1."""
+        batch = torch.cat([stats[k].flatten(1) for k in self.model.buffers], 1).to(self.running)
+        m = self.model.buffer_momentum
+        if idx is None:
+            self.running.lerp_(batch, m)
+            self.tracked += 1
+        else:
+            self.running.index_copy_(0, idx, self.running[idx].lerp_(batch, m))
+            self.tracked.index_add_(0, idx, torch.ones_like(idx))
+
     def reset_momentum(self, clients: Clients = None) -> None:
         """Forget the momentum of the listed clients (all by default)."""
         idx = self._index(clients)
@@ -182,9 +228,14 @@ class ClientBank:
         """``(accuracy[M] or None for regression, loss[M])`` over padded splits ``x[M, max_n, ...]``
         with ``mask[M, max_n]`` marking real rows. Runs ``chunk`` samples per client at a time,
         and at most ``EVAL_MAX_ROWS`` client x sample rows per forward pass. The loss is scaled
-        by ``loss_scale`` like :meth:`loss`."""
+        by ``loss_scale`` like :meth:`loss`. Models with batch normalisation run in eval mode with
+        the running statistics of ``clients``, also when ``flat`` gives other parameter rows."""
         idx = self._index(clients)
         params = self.params(self._rows(idx, flat))
+        buffers = self.buffers(idx)
+        if buffers and len(self.tracked if idx is None else idx) != mask.shape[0]:
+            raise ValueError("a model with batch normalisation evaluates with the running "
+                             "statistics of `clients`: give one client per row")
         m, max_n = mask.shape
         step = max(1, min(chunk, max_n))
         block = max(1, EVAL_MAX_ROWS // step)
@@ -193,8 +244,10 @@ class ClientBank:
         for s in range(0, max_n, step):
             for a in range(0, m, block):
                 rows = slice(a, a + block)
-                out = self.model.forward({k: v[rows] for k, v in params.items()},
-                                         x[rows, s:s + step])
+                p = {k: v[rows] for k, v in params.items()}
+                out = (self.model.forward(p, x[rows, s:s + step]) if not buffers else
+                       self.model.forward(p, x[rows, s:s + step],
+                                          buffers={k: v[rows] for k, v in buffers.items()}))
                 yy, mk = y[rows, s:s + step], mask[rows, s:s + step]
                 losses = self._sample_losses(out, yy)
                 loss_sum[rows] += torch.where(mk, losses, torch.zeros_like(losses)).sum(1)
@@ -206,11 +259,13 @@ class ClientBank:
         return acc, loss_sum / count * scale
 
     def mix(self, W: Matrix) -> None:
-        """``flat <- W @ flat`` in place (``W`` dense/sparse ``[N, N]``; see :func:`mixing.mix`)."""
+        """``flat <- W @ flat`` in place (``W`` dense/sparse ``[N, N]``; see :func:`mixing.mix`);
+        running statistics are not mixed."""
         self.flat.copy_(mix(W, self.flat))
 
     def set_rows(self, clients: Clients, values: Tensor) -> None:
-        """Overwrite the listed clients' parameters with ``values`` (``[M, d]`` or ``[d]``)."""
+        """Overwrite the listed clients' parameters with ``values`` (``[M, d]`` or ``[d]``);
+        their running statistics stay (local, see the module docstring)."""
         idx = self._index(clients)
         self.flat[slice(None) if idx is None else idx] = values.to(self.flat)
 
@@ -220,12 +275,18 @@ class ClientBank:
         new.flat = self.flat.clone()
         new.loss_scale = self.loss_scale.clone()
         new._buf = None if self._buf is None else self._buf.clone()
+        if self.running is not None:
+            new.running, new.tracked = self.running.clone(), self.tracked.clone()
         return new
 
     def state_dict(self) -> dict:
-        """CPU copies of the parameters and momentum state (for checkpoints)."""
-        return {"flat": self.flat.cpu().clone(),
-                "momentum": None if self._buf is None else self._buf.cpu().clone()}
+        """CPU copies of the parameters and momentum state (for checkpoints), and of the running
+        statistics for models with batch normalisation."""
+        state = {"flat": self.flat.cpu().clone(),
+                 "momentum": None if self._buf is None else self._buf.cpu().clone()}
+        if self.running is not None:
+            state |= {"running": self.running.cpu().clone(), "tracked": self.tracked.cpu().clone()}
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what :meth:`state_dict` returned."""
@@ -234,3 +295,20 @@ class ClientBank:
                              f"bank has {(self.n, self.d)}")
         self.flat.copy_(state["flat"])
         self._buf = None if state["momentum"] is None else state["momentum"].to(self.flat).clone()
+        if self.running is not None:
+            self.running.copy_(state["running"])
+            self.tracked.copy_(state["tracked"])
+
+
+def _layout(shapes: dict[str, tuple]) -> tuple[dict[str, tuple[int, int, tuple]], int]:
+    """Column ranges ``{name: (start, stop, shape)}`` of named tensors in a flat row, and its
+    length."""
+    slices, offset = {}, 0
+    for name, shape in shapes.items():
+        slices[name] = (offset, offset + math.prod(shape), tuple(shape))
+        offset += math.prod(shape)
+    return slices, offset
+
+
+def _views(rows: Tensor, slices: dict[str, tuple[int, int, tuple]]) -> Params:
+    return {k: rows[:, a:b].view(rows.shape[0], *shape) for k, (a, b, shape) in slices.items()}

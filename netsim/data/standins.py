@@ -1,0 +1,147 @@
+"""Tiny random stand-ins of the local-file datasets, written in each dataset's exact public format.
+
+They let a paper-scale scenario run end to end where the real data is absent (the test suite does
+this for every file in ``scenarios/paper/``), and ``benchmarks/paper_cost.py`` times a training
+step with them. Pixels are random: a stand-in checks formats, shapes and plumbing, not accuracy.
+
+    from netsim.data.standins import write_standin
+    root = write_standin("cifar100", "/tmp/c100", samples_per_class=3)
+    # then: netsim run scenarios/paper/cobo_cross_silo.yaml --set data.root=/tmp/c100 ...
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import pickle
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from netsim.data.local import CINIC10_CLASSES, EMNIST_CLASSES, LEAF_LETTERS, SEQ_LEN
+
+
+def write_pickle(path: Path, obj: dict) -> None:
+    """A python pickle, as CIFAR's batch files are."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(obj))
+
+
+def write_idx(path: Path, arr: np.ndarray, gz: bool = False) -> Path:
+    """An IDX file of unsigned bytes (magic 0x0000 08 ndim, big-endian uint32 dims), optionally
+    gzipped (``.gz`` appended); returns its path."""
+    header = bytes([0, 0, 8, arr.ndim]) + np.asarray(arr.shape, ">u4").tobytes()
+    raw = header + arr.astype(np.uint8).tobytes()
+    path = path.with_name(path.name + ".gz") if gz else path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(raw) if gz else raw)
+    return path
+
+
+def write_idx_pair(root: Path, prefix: str, images: np.ndarray, labels: np.ndarray,
+                   gz: bool = False) -> None:
+    """``<prefix>-images-idx3-ubyte`` and ``<prefix>-labels-idx1-ubyte`` under ``root``."""
+    write_idx(root / f"{prefix}-images-idx3-ubyte", images, gz)
+    write_idx(root / f"{prefix}-labels-idx1-ubyte", labels, gz)
+
+
+def write_leaf(root: Path, split: str, users: dict[str, tuple[list, list]]) -> None:
+    """One LEAF JSON file ``root/split/...json``: users, num_samples and user_data {x, y}."""
+    (root / split).mkdir(parents=True, exist_ok=True)
+    doc = {"users": list(users), "num_samples": [len(x) for x, _ in users.values()],
+           "user_data": {u: {"x": x, "y": y} for u, (x, y) in users.items()}}
+    (root / split / f"all_data_0_niid_0_keep_0_{split}_9.json").write_text(json.dumps(doc))
+
+
+def _labels(classes: int, per_class: int, rng: np.random.Generator) -> np.ndarray:
+    """Every class ``per_class`` times, shuffled."""
+    return rng.permutation(np.repeat(np.arange(classes), per_class))
+
+
+def _cifar(root: Path, per_class: int, rng: np.random.Generator, fine: bool) -> None:
+    classes = 100 if fine else 10
+    y = _labels(classes, per_class, rng)
+    x = rng.integers(0, 256, (len(y), 3072), dtype=np.uint8)
+    if fine:                                      # coarse label of fine label f: f // 5
+        for name, part in (("train", slice(None, len(y) // 2)), ("test", slice(len(y) // 2, None))):
+            write_pickle(root / "cifar-100-python" / name,
+                         {b"data": x[part], b"fine_labels": y[part].tolist(),
+                          b"coarse_labels": (y[part] // 5).tolist()})
+        return
+    names = [f"data_batch_{k}" for k in range(1, 6)] + ["test_batch"]
+    for name, rows in zip(names, np.array_split(np.arange(len(y)), len(names))):
+        write_pickle(root / "cifar-10-batches-py" / name,
+                     {b"data": x[rows], b"labels": y[rows].tolist()})
+
+
+def _idx_images(root: Path, prefixes: tuple[str, str], classes: int, per_class: int,
+                rng: np.random.Generator, offset: int = 0) -> None:
+    y = _labels(classes, per_class, rng)
+    x = rng.integers(0, 256, (len(y), 28, 28), dtype=np.uint8)
+    half = len(y) // 2
+    write_idx_pair(root, prefixes[0], x[:half], y[:half] + offset)
+    write_idx_pair(root, prefixes[1], x[half:], y[half:] + offset)
+
+
+def _leaf(root: Path, writers: int, per_writer: int, rng: np.random.Generator,
+          sample: Callable[[np.random.Generator], tuple]) -> None:
+    """``writers`` users, each with ``per_writer`` train and 2 test samples from ``sample``."""
+    for split, count in (("train", per_writer), ("test", 2)):
+        users = {}
+        for w in range(writers):
+            xs, ys = zip(*(sample(rng) for _ in range(count)))
+            users[f"writer_{w:03d}"] = (list(xs), list(ys))
+        write_leaf(root, split, users)
+
+
+def _femnist_sample(rng: np.random.Generator) -> tuple[list, int]:
+    return rng.random(784).round(3).tolist(), int(rng.integers(62))
+
+
+def _shakespeare_sample(rng: np.random.Generator) -> tuple[str, str]:
+    ids = rng.integers(len(LEAF_LETTERS), size=SEQ_LEN + 1)
+    text = "".join(LEAF_LETTERS[i] for i in ids)
+    return text[:SEQ_LEN], text[SEQ_LEN]
+
+
+def _cinic(root: Path, per_class: int, rng: np.random.Generator) -> None:
+    from PIL import Image
+
+    for split in ("train", "valid", "test"):
+        for c in CINIC10_CLASSES:
+            folder = root / split / c
+            folder.mkdir(parents=True, exist_ok=True)
+            for k in range(max(1, per_class // 3)):
+                pixels = rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)
+                Image.fromarray(pixels).save(folder / f"{c}_{k}.png")
+
+
+def write_standin(dataset: str, root: str | Path, samples_per_class: int = 4, writers: int = 8,
+                  seed: int = 0, split: str = "balanced") -> Path:
+    """Write a random stand-in of ``dataset`` under ``root`` in its public format; returns root.
+
+    Image datasets get ``samples_per_class`` samples of every class (train and test files
+    together; CINIC-10 a third of that per split); LEAF datasets get ``writers`` users with
+    ``samples_per_class`` training samples each. ``split``: the EMNIST split to write.
+    """
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    if dataset in ("cifar10", "cifar100"):
+        _cifar(root, samples_per_class, rng, fine=dataset == "cifar100")
+    elif dataset == "mnist_files":
+        _idx_images(root, ("train", "t10k"), 10, samples_per_class, rng)
+    elif dataset == "emnist":
+        _idx_images(root, (f"emnist-{split}-train", f"emnist-{split}-test"),
+                    EMNIST_CLASSES[split], samples_per_class, rng,
+                    offset=1 if split == "letters" else 0)
+    elif dataset == "femnist":
+        _leaf(root, writers, samples_per_class, rng, _femnist_sample)
+    elif dataset == "shakespeare":
+        _leaf(root, writers, samples_per_class, rng, _shakespeare_sample)
+    elif dataset == "cinic10":
+        _cinic(root, samples_per_class, rng)
+    else:
+        raise ValueError(f"no stand-in for dataset {dataset!r}; allowed: cifar10, cifar100, "
+                         "mnist_files, emnist, femnist, shakespeare, cinic10")
+    return root
