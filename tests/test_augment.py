@@ -28,10 +28,12 @@ def test_shapes_kept_and_deterministic():
     assert torch.equal(augment_images(x, gen(0)), x)                # nothing asked: unchanged
 
 
-def test_crop_is_a_shifted_window_of_the_zero_padded_image():
+@pytest.mark.parametrize("mode", ["constant", "reflect"])
+def test_crop_is_a_shifted_window_of_the_padded_image(mode):
     x, p = images(), 2
-    out = augment_images(x, gen(3), crop_padding=p)
-    padded = F.pad(x, (p, p, p, p))
+    out = augment_images(x, gen(3), crop_padding=p, padding_mode=mode)
+    m, b, c, h, w = x.shape
+    padded = F.pad(x.flatten(0, 1), (p, p, p, p), mode=mode).view(m, b, c, h + 2 * p, w + 2 * p)
     h, w = x.shape[-2:]
     offsets = set()
     for m in range(x.shape[0]):
@@ -94,6 +96,6 @@ def test_augment_validation():
 
 def test_build_client_data_passes_augment():
     cfg = {"dataset": "digits", "augment": {"crop_padding": 1}}
-    assert build_client_data(cfg, 2, np.random.default_rng(0)).augment == {"crop_padding": 1,
-                                                                            "flip": False}
+    assert build_client_data(cfg, 2, np.random.default_rng(0)).augment == {
+        "crop_padding": 1, "padding_mode": "constant", "flip": False}
     assert build_client_data({"dataset": "digits"}, 2, np.random.default_rng(0)).augment is None

@@ -8,6 +8,7 @@ from netsim.errors import ConfigError
 from netsim.models import build_model
 from netsim.runtime import ClientBank, metropolis_weights, mix, resolve_device, rows_normalise
 from netsim.runtime import bank as bank_module
+from tests.sgd_reference import reference_optimizers, step_both
 
 N, B, K = 4, 8, 5
 
@@ -44,18 +45,10 @@ def test_sgd_matches_reference_loop(spec, shape, dtype):
     bank = _bank(spec, shape, same_init=False, dtype=dtype)
     refs = [bank.model.reference({k: v[i] for k, v in bank.params().items()}).to(dtype)
             for i in range(N)]
-    opts = [torch.optim.SGD(r.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
-            for r in refs]
+    opts = reference_optimizers(refs, lr=0.05, momentum=0.9, weight_decay=1e-4)
     for step in range(20):
         x, y = _batch(shape, seed=step)
-        x = x.to(dtype)
-        loss = bank.sgd_step(x, y, lr=0.05, momentum=0.9, weight_decay=1e-4)
-        for i, (ref, opt) in enumerate(zip(refs, opts)):
-            opt.zero_grad()
-            ref_loss = F.cross_entropy(ref(x[i]), y[i])
-            ref_loss.backward()
-            opt.step()
-            assert abs(ref_loss.item() - loss[i].item()) < 1e-5
+        step_both(bank, refs, opts, x.to(dtype), y, tol=1e-5)
     assert _max_diff(bank, refs) < 1e-5
 
 

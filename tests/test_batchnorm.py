@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from netsim.errors import ConfigError
 from netsim.models import build_model
 from netsim.runtime import ClientBank
+from tests.sgd_reference import reference_optimizers, step_both
 
 N, B, K = 3, 4, 5
 RESNET = {"name": "resnet9", "width": 0.0625}          # channels 4, 8, 16, 32
@@ -53,18 +54,9 @@ def test_resnet9_sgd_and_running_stats_match_reference(backend):
     assert bank.model.buffers and bank.running.shape == (N, sum(
         v[0] for v in bank.model.buffers.values()))
     refs = _references(bank)
-    opts = [torch.optim.SGD(r.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
-            for r in refs]
+    opts = reference_optimizers(refs, lr=0.05, momentum=0.9, weight_decay=1e-4)
     for step in range(3):
-        x, y = _batch(seed=step)
-        loss = bank.sgd_step(x, y, lr=0.05, momentum=0.9, weight_decay=1e-4)
-        for i, (ref, opt) in enumerate(zip(refs, opts)):
-            ref.train()
-            opt.zero_grad()
-            ref_loss = F.cross_entropy(ref(x[i]), y[i])
-            ref_loss.backward()
-            opt.step()
-            assert abs(ref_loss.item() - loss[i].item()) < 1e-8
+        step_both(bank, refs, opts, *_batch(seed=step), tol=1e-8)
     assert torch.equal(bank.tracked, torch.full((N,), 3))
     _assert_matches(bank, refs, atol=1e-5)
     # (b) eval mode: the running statistics, as the module's .eval()

@@ -339,7 +339,7 @@ def test_validate_fills_defaults():
     out = validate_data({"dataset": "digits"}, 3)
     assert out == {"dataset": {"name": "digits"}, "root": None, "partition": {"name": "iid"},
                    "val_fraction": 0.15, "test_fraction": 0.25, "max_samples_per_client": None,
-                   "augment": {"crop_padding": 0, "flip": False}}
+                   "augment": {"crop_padding": 0, "padding_mode": "constant", "flip": False}}
     flip = validate_data({"dataset": "digits", "partition": "label_flip"}, 3)["partition"]
     assert flip == {"name": "label_flip", "share": 0.4, "base": {"name": "iid"}}
 

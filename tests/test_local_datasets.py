@@ -239,7 +239,7 @@ def test_validation_does_not_need_the_files(tmp_path):
     out = validate_data({"dataset": "cifar10", "root": str(tmp_path / "absent"),
                          "augment": {"crop_padding": 4, "flip": True}}, 4)
     assert out["root"] == str(tmp_path / "absent")
-    assert out["augment"] == {"crop_padding": 4, "flip": True}
+    assert out["augment"] == {"crop_padding": 4, "padding_mode": "constant", "flip": True}
     assert validate_data({"dataset": "digits"}, 2)["root"] is None
     with pytest.raises(ConfigError, match="data.root is null"):
         build_client_data({"dataset": "cifar10"}, 2, rng())

@@ -9,6 +9,7 @@ from netsim.errors import ConfigError
 from netsim.models import MODELS, build_model
 from netsim.models.ensemble import EnsembleModel
 from netsim.runtime import ClientBank
+from tests.sgd_reference import reference_optimizers, step_both
 
 M, B, T, V = 3, 4, 12, 80
 SPEC = {"name": "char_lstm", "hidden": 16}
@@ -78,17 +79,9 @@ def test_init_follows_pytorch_defaults():
 def test_client_bank_sgd_matches_per_client_sgd():
     bank = ClientBank(_model(), M, "cpu", _gen(), same_init=False)
     refs = _refs(bank.model, bank.params())
-    opts = [torch.optim.SGD(r.parameters(), lr=0.5, momentum=0.9, weight_decay=1e-4)
-            for r in refs]
+    opts = reference_optimizers(refs, lr=0.5, momentum=0.9, weight_decay=1e-4)
     for step in range(4):
-        x, y = _batch(seed=step)
-        loss = bank.sgd_step(x, y, lr=0.5, momentum=0.9, weight_decay=1e-4)
-        for i, (ref, opt) in enumerate(zip(refs, opts)):
-            opt.zero_grad()
-            ref_loss = F.cross_entropy(ref(x[i]), y[i])
-            ref_loss.backward()
-            opt.step()
-            assert abs(ref_loss.item() - loss[i].item()) < 1e-5
+        step_both(bank, refs, opts, *_batch(seed=step), tol=1e-5)
     params = bank.params()
     for i, ref in enumerate(refs):
         for name, p in ref.state_dict().items():

@@ -1,5 +1,6 @@
-"""Every paper-scale scenario (scenarios/paper/) validates as shipped and runs end to end for two
-rounds on a tiny stand-in of its dataset written in the public format, so the configs cannot rot.
+"""Every paper-scale scenario (scenarios/paper/) validates as shipped and runs end to end for a
+few rounds on a tiny stand-in of its dataset written in the public format, so the configs cannot
+rot.
 
 The shrinking keeps each scenario's dataset, partition kind, model architecture and algorithm
 list; it only lowers sizes (clients, steps, widths, samples) to what a stand-in can feed.
