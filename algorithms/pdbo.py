@@ -77,6 +77,10 @@ COMMON_FIELDS = {
                     "false = warm start"),
     "fixed_batches": Field("bool", True, "replay the same mini-batch sequence in every outer step "
                            "(v2 code: fixed seed)"),
+    "outer_bn": Field("str", "eval", "BatchNorm in the outer cost F_i: eval = the running "
+                      "statistics (the v2 code puts the model in eval mode for the outer "
+                      "gradient, ALGORITHMS.md 4.9) or train = batch statistics; models without "
+                      "BatchNorm ignore it", choices=("eval", "train")),
     "select": Field("str", "best_val", "reported personal models: the outer step with the best "
                     "mean validation accuracy so far (paper), or the last",
                     choices=("best_val", "last")),
@@ -145,6 +149,7 @@ class PDBOMTL(Algorithm):
             self.gen.set_state(self._gen_state)
         if self.p["reinit"] or t == 0:
             self.z, self.w = self.x0.clone(), torch.ones_like(self.w)
+            self.bank.reset_statistics()            # the code reloads the initial state dict
         stats = self.solve_inner()
         x = self.z / self.w
         self._remember(x)
@@ -180,6 +185,10 @@ class PDBOMTL(Algorithm):
             done = self.compute_phase(active=self.sim.alive(), steps=1).finished[: self.n]
             xb, yb = self.data.sample_batch("train", self.train["batch_size"], self.gen)
             g = self._inner_grad_fn(xb, yb)(self.z / self.w, self.lam)
+            if self.bank.running is not None:           # BatchNorm: as a training step would
+                idx = self.index(done, self.device)
+                rows = torch.cat([self.z / self.w, self.lam], 1)[idx]
+                self.bank.track_statistics(xb[idx], rows, idx)
             mask = torch.as_tensor(done, dtype=g.dtype, device=self.device)[:, None]
             update = self.inner_lr(s) * mask * g
             if sgp:  # the pre-step (z, w) goes out while the gradient is computed (Nedić form)
@@ -202,7 +211,10 @@ class PDBOMTL(Algorithm):
     def _outer_cost(self, x: Tensor, lam: Tensor) -> Tensor:
         """F_bar = sum_i F_i: (mixture NLL on i's outer split + rho / 2 ||lambda_i||^2) / N."""
         xs, ys, mask = self._outer_data
-        logp = self.model.forward(self.bank.params(torch.cat([x, lam], 1)), xs)
+        params = self.bank.params(torch.cat([x, lam], 1))
+        logp = (self.model.forward(params, xs, buffers=self.bank.buffers())
+                if self.bank.running is not None and self.p["outer_bn"] == "eval" else
+                self.model.forward(params, xs))
         nll = -logp.gather(-1, ys.unsqueeze(-1)).squeeze(-1)
         per_agent = (nll * mask).sum(1) / mask.sum(1).clamp(min=1) * self.bank.loss_scale
         rho = self.p["outer_weight_decay"]

@@ -178,3 +178,22 @@ def test_impossible_combinations_are_config_errors(over, field):
     with pytest.raises(ConfigError) as err:
         scenario(**over).resolve()
     assert err.value.field == field
+
+
+def test_batchnorm_statistics_follow_the_sgp_steps_and_the_outer_cost_uses_them():
+    sc = scenario(**{"model": {"name": "resnet9", "width": 0.0625},
+                     "data.dataset": "digits", "algorithms.0.inner_steps": 4,
+                     "algorithms.0.decay_last": [2], "algorithms.0.neumann_steps": 1})
+    alg = make(sc)
+    bank = alg.bank
+    assert bank.running is not None and int(bank.tracked.sum()) == 0
+    initial = bank.running.clone()
+    alg.round(0)
+    assert (bank.tracked > 0).all() and int(bank.tracked.max()) <= 4    # one per inner step done
+    assert not torch.equal(bank.running, initial)
+    x = alg.z / alg.w
+    eval_cost = alg._outer_cost(x, alg.lam)
+    alg.p = {**alg.p, "outer_bn": "train"}
+    assert not torch.isclose(eval_cost, alg._outer_cost(x, alg.lam))   # running vs batch stats
+    alg.round(1)                                  # re-initialised: statistics start again
+    assert int(bank.tracked.max()) <= 4

@@ -70,7 +70,8 @@ class ClientBank:
             self._buffer_slices, r = _layout(model.buffers)
             first = torch.cat([torch.full((math.prod(shape),), model.buffer_init[k], dtype=dtype)
                                for k, shape in model.buffers.items()])
-            self.running = first.to(self.device).expand(self.n, r).contiguous()
+            self._initial_running = first.to(self.device)
+            self.running = self._initial_running.expand(self.n, r).contiguous()
             self.tracked = torch.zeros(self.n, dtype=torch.long, device=self.device)
         self.loss_scale = (torch.ones(self.n, dtype=dtype, device=self.device)
                            if loss_scale is None else
@@ -204,6 +205,26 @@ class ClientBank:
             buf = self._buf[idx].mul_(momentum).add_(d_p)
             self._buf.index_copy_(0, idx, buf)
         return d_p.add(buf, alpha=momentum) if nesterov else buf
+
+    def track_statistics(self, x: Tensor, flat: Tensor | None = None,
+                         clients: Clients = None) -> None:
+        """Update the listed clients' BatchNorm running statistics from a training batch
+        ``x[M, B, ...]`` at parameter rows ``flat`` (default: theirs), exactly as a training step
+        does: for algorithms whose steps do not go through :meth:`sgd_step` (PDBO's SGP).
+        No-op for models without batch normalisation."""
+        if self.running is None:
+            return
+        idx = self._index(clients)
+        stats: dict = {}
+        with torch.no_grad():
+            self.model.forward(self.params(self._rows(idx, flat)), x, stats=stats)
+        self._update_running(idx, stats)
+
+    def reset_statistics(self) -> None:
+        """Running statistics back to their initial values (mean 0, var 1), counters to 0."""
+        if self.running is not None:
+            self.running.copy_(self._initial_running.expand_as(self.running))
+            self.tracked.zero_()
 
     def _update_running(self, idx: Tensor | None, stats: dict) -> None:
         """``running = (1 - m) running + m batch`` for all stepped clients at once; counters + 1."""
