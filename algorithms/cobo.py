@@ -237,6 +237,7 @@ class CoBo(Algorithm):
                  pen: torch.Tensor) -> None:
         """The code's step: ``m <- beta m + (1 - beta) g`` (first m = g), ``x <- x - lr (m + pen)``."""
         _, g = self.bank.grad(x, y, idx)
+        self.bank.track_statistics(x, clients=idx)        # BatchNorm: as a training step would
         beta = self.p["ema_beta"]
         m = torch.where(self.stepped[idx, None], beta * self.ema[idx] + (1 - beta) * g, g)
         self.ema[idx] = m

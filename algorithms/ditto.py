@@ -67,6 +67,8 @@ class Ditto(ServerAveraging):
                                        clients=clients, prox=(self.p["lam"], anchor))
             else:
                 _, g = self.personal.grad(x, y, clients)
+                self.personal.track_statistics(x, clients=clients)   # BatchNorm, as a step would
+                bank.track_statistics(x, clients=clients)
                 v = self.personal.flat[clients]
                 self.personal.flat[clients] = v - tr["lr"] * (g + self.p["lam"] * (v - anchor[clients]))
                 bank.flat[clients] = bank.flat[clients] - tr["lr"] * g

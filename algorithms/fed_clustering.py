@@ -113,6 +113,7 @@ class FederatedClustering(Algorithm):
         owners = rows.repeat_interleave(n)
         _, g = self.bank.grad(x.repeat_interleave(n, 0), y.repeat_interleave(n, 0), owners,
                               flat=self.bank.flat.repeat(m, 1))
+        self.bank.track_statistics(x, clients=rows)      # BatchNorm: each model on its owner's batch
         return g.view(m, n, -1)
 
     def threshold_rank(self, updated: np.ndarray, c: int) -> torch.Tensor:

@@ -118,3 +118,17 @@ def test_config_errors(over, field):
     with pytest.raises(ConfigError) as e:
         Scenario(DIGITS).with_overrides(over).resolve()
     assert e.value.field == field
+
+
+@pytest.mark.parametrize("alg, bank", [
+    ({"name": "fc"}, "bank"), ({"name": "cobo", "gradient": "ema"}, "bank"),
+    ({"name": "ditto", "global_grad": "personal"}, "personal"), ({"name": "cobo"}, "bank")])
+def test_steps_outside_sgd_step_keep_batchnorm_statistics(alg, bank):
+    """Every training step moves the BatchNorm running statistics, also where an algorithm
+    updates its models by hand (FC's heavy ball, CoBo's EMA, Ditto's code variant)."""
+    a = build(DIGITS, {"model": {"name": "resnet9", "width": 0.0625}, "algorithms": [alg],
+                       "network.links": "always"})
+    b = getattr(a, bank)
+    initial = b.running.clone()
+    play(a, range(2))
+    assert (b.tracked == 2).all() and not torch.equal(b.running, initial)
