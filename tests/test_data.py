@@ -128,6 +128,18 @@ def test_pathological_k_classes(digits, within):
         assert max(sizes) - min(sizes) < 0.35 * np.mean(sizes)
 
 
+def test_pathological_random_assignment_draws_each_clients_classes_independently(digits):
+    spec = {"name": "pathological", "classes_per_client": 3, "assignment": "random"}
+    parts = [make_partition(spec, digits, 40, rng(s)) for s in (0, 0, 1)]
+    held = [[frozenset(np.unique(digits.y[i]).tolist()) for i in p.indices] for p in parts]
+    assert held[0] == held[1] != held[2]                         # reproducible per seed
+    assert all(len(h) == 3 for h in held[0])
+    counts = np.bincount([c for h in held[0] for c in h], minlength=10)
+    assert counts.max() - counts.min() > 3            # not the even spread (12 +- 1 holders each)
+    flat = np.concatenate(parts[0].indices)
+    assert len(flat) == len(set(flat))
+
+
 @pytest.mark.parametrize("replicate", [False, True])
 def test_label_permutation(digits, replicate):
     part = make_partition({"name": "label_permutation", "clusters": 3, "replicate": replicate},

@@ -155,17 +155,26 @@ def dirichlet(ds: RawDataset, n_clients: int, rng: np.random.Generator, alpha: f
     "classes_per_client": Field("int", 2, "classes held by each client", lo=1),
     "dirichlet_within": Field("float", None, "Dir(alpha) shares of a class among its holders "
                               "(DPFL); null = equal shares", lo=0.0, lo_open=True, nullable=True),
+    "assignment": Field("str", "spread", "which classes a client holds: spread evenly over a "
+                        "random class order, or k random classes per client independently "
+                        "(DPFL's code; a class may have no holder)", choices=("spread", "random")),
 })
 def pathological(ds: RawDataset, n_clients: int, rng: np.random.Generator,
-                 classes_per_client: int, dirichlet_within: float | None) -> Partition:
+                 classes_per_client: int, dirichlet_within: float | None,
+                 assignment: str) -> Partition:
     """Pathological non-IID (McMahan et al. 2017): each client holds exactly k classes.
 
-    Client i holds classes ``order[(i k + j) mod C]``, j < k, for a random class order, so classes
-    are spread evenly; a class's samples are split among its holders, equally or by
-    Dir(``dirichlet_within``) shares (DPFL's Patho split), each holder getting at least one sample.
+    ``spread``: client i holds classes ``order[(i k + j) mod C]``, j < k, for a random class
+    order, so classes are spread evenly; ``random``: each client draws k distinct classes
+    uniformly (DPFL's ``missing_classes``). A class's samples are split among its holders,
+    equally or by Dir(``dirichlet_within``) shares (DPFL's Patho split), each holder getting at
+    least one sample.
     """
     c, k = ds.num_classes, classes_per_client
-    held = rng.permutation(c)[(np.arange(n_clients)[:, None] * k + np.arange(k)) % c]
+    if assignment == "spread":
+        held = rng.permutation(c)[(np.arange(n_clients)[:, None] * k + np.arange(k)) % c]
+    else:
+        held = np.argsort(rng.random((n_clients, c)), axis=1)[:, :k]
     parts: list[list[np.ndarray]] = [[] for _ in range(n_clients)]
     for cls in range(c):
         holders = np.flatnonzero((held == cls).any(axis=1))
