@@ -267,7 +267,7 @@ def test_natural_partition_one_client_per_writer(tmp_path):
     assert picks == {(6,), (3,)}                                   # a random writer each time
     with pytest.raises(ConfigError, match="at most 3 clients, one per writer") as e:
         make_partition("natural", ds, 4, rng())
-    assert e.value.field == "data.partition.clients"
+    assert e.value.field == "clients"
     with pytest.raises(ConfigError, match="with writers: femnist, shakespeare") as e:
         make_partition("natural", load_dataset("digits", rng()), 2, rng())
     assert e.value.field == "data.partition.name"

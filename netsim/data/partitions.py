@@ -4,7 +4,8 @@ Each partition is registered in ``PARTITIONS`` as ``fn(ds, n_clients, rng, **par
 Call them through :func:`make_partition`, which checks the spec against the dataset first
 (:func:`check_partition`, also used by ``validate_data`` before any data is loaded). Inside a
 partition function ConfigError fields are relative to its own spec (``min_size``);
-:func:`make_partition` prefixes them with the spec's path (``data.partition.min_size``).
+:func:`make_partition` prefixes them with the spec's path (``data.partition.min_size``), except
+``clients``, the scenario's own field (e.g. more clients than LEAF writers).
 
 All partitions are disjoint across clients except ``label_permutation`` with ``replicate: true``
 (each cluster splits the whole dataset among its members, as in CoBo's cross-silo code).
@@ -354,5 +355,6 @@ def make_partition(spec: dict | str, ds: RawDataset, n_clients: int, rng: np.ran
     fn = PARTITIONS.get(spec["name"], f"{path}.name").obj
     try:
         return fn(ds, n_clients, rng, **{k: v for k, v in spec.items() if k != "name"})
-    except ConfigError as e:
-        raise ConfigError(f"{path}.{e.field}", e.value, e.allowed) from None
+    except ConfigError as e:          # fields are the spec's own, except the scenario's clients
+        field = e.field if e.field == "clients" else f"{path}.{e.field}"
+        raise ConfigError(field, e.value, e.allowed) from None
