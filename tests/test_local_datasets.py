@@ -2,9 +2,7 @@
 partition, and whole runs on them."""
 from __future__ import annotations
 
-import gzip
 import json
-import pickle
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +13,7 @@ from netsim import Scenario, run
 from netsim.cli import main
 from netsim.data import build_client_data, dataset_info, load_dataset, make_partition, validate_data
 from netsim.data.local import LEAF_LETTERS
-from netsim.data.standins import (write_idx, write_idx_pair, write_leaf, write_pickle,
+from netsim.data.standins import (write_idx_pair, write_leaf, write_pickle,
                                     write_standin)
 from netsim.errors import ConfigError
 

@@ -356,6 +356,8 @@ class BatchNorm(Layer):
 
     def module(self) -> nn.Module:
         return nn.BatchNorm2d(self.channels, eps=BN_EPS, momentum=BN_MOMENTUM)
+
+
 class Chain(Layer):
     """A named sub-chain of layers (e.g. one MobileNet-v2 block); its layers' names start with
     ``name + "."`` so that the ``torch.nn`` twin nests them under ``name``."""
