@@ -113,6 +113,20 @@ def cmd_analyze(args) -> int:
     return 0
 
 
+def cmd_standin(args) -> int:
+    from netsim.data.standins import STANDINS, write_standin
+
+    if args.dataset not in STANDINS:
+        print(f"netsim: error: dataset: got {args.dataset!r}; allowed: {', '.join(STANDINS)}",
+              file=sys.stderr)
+        return 2
+    root = write_standin(args.dataset, args.folder, samples_per_class=args.samples,
+                         writers=args.writers, seed=args.seed, split=args.split)
+    print(f"{args.dataset} stand-in written to {root} (random data in the public format; "
+          f"use it as data.root to smoke-test a scenario)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="netsim", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -151,6 +165,17 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--workers", type=int, help="parallel runs (default: the sweep's executor)")
     sw.add_argument("--dry-run", action="store_true", help="validate and count the runs only")
     sw.set_defaults(func=cmd_sweep)
+
+    st = sub.add_parser("standin", help="write a tiny random dataset in a local-file dataset's "
+                        "public format, to smoke-test a paper-scale scenario without the data")
+    st.add_argument("dataset", help="cifar10, cifar100, mnist_files, emnist, femnist, "
+                    "shakespeare or cinic10")
+    st.add_argument("folder")
+    st.add_argument("--samples", type=int, default=4, help="samples per class (LEAF: per writer)")
+    st.add_argument("--writers", type=int, default=8, help="LEAF datasets: number of writers")
+    st.add_argument("--split", default="balanced", help="EMNIST split to write")
+    st.add_argument("--seed", type=int, default=0)
+    st.set_defaults(func=cmd_standin)
 
     a = sub.add_parser("analyze", help="graph analyses of a results folder: a table, "
                        "analysis.json, analysis.csv and GraphML files")

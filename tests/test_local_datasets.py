@@ -316,3 +316,13 @@ def test_standins_load_in_their_format(tmp_path, name, params, classes, shape):
         assert sorted(set(ds.y.tolist())) == list(range(classes))   # every class present
     if name == "cifar100":
         np.testing.assert_array_equal(ds.meta["coarse"], ds.y // 5)
+
+
+def test_cli_standin_writes_a_loadable_folder(tmp_path, capsys):
+    assert main(["standin", "femnist", str(tmp_path / "leaf"), "--writers", "3",
+                 "--samples", "2"]) == 0
+    assert "femnist stand-in written" in capsys.readouterr().out
+    ds = load("femnist", tmp_path / "leaf")
+    assert len(ds) == 3 * (2 + 2) and ds.meta["writer"].max() == 2
+    assert main(["standin", "imagenet", str(tmp_path / "x")]) == 2
+    assert "allowed: cifar10, cifar100" in capsys.readouterr().err

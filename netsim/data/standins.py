@@ -116,6 +116,9 @@ def _cinic(root: Path, per_class: int, rng: np.random.Generator) -> None:
                 Image.fromarray(pixels).save(folder / f"{c}_{k}.png")
 
 
+STANDINS = ("cifar10", "cifar100", "mnist_files", "emnist", "femnist", "shakespeare", "cinic10")
+
+
 def write_standin(dataset: str, root: str | Path, samples_per_class: int = 4, writers: int = 8,
                   seed: int = 0, split: str = "balanced") -> Path:
     """Write a random stand-in of ``dataset`` under ``root`` in its public format; returns root.
@@ -142,6 +145,5 @@ def write_standin(dataset: str, root: str | Path, samples_per_class: int = 4, wr
     elif dataset == "cinic10":
         _cinic(root, samples_per_class, rng)
     else:
-        raise ValueError(f"no stand-in for dataset {dataset!r}; allowed: cifar10, cifar100, "
-                         "mnist_files, emnist, femnist, shakespeare, cinic10")
+        raise ValueError(f"no stand-in for dataset {dataset!r}; allowed: {', '.join(STANDINS)}")
     return root
