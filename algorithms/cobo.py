@@ -236,8 +236,7 @@ class CoBo(Algorithm):
     def ema_step(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor,
                  pen: torch.Tensor) -> None:
         """The code's step: ``m <- beta m + (1 - beta) g`` (first m = g), ``x <- x - lr (m + pen)``."""
-        _, g = self.bank.grad(x, y, idx)
-        self.bank.track_statistics(x, clients=idx)        # BatchNorm: as a training step would
+        _, g = self.bank.grad(x, y, idx, track=True)      # BatchNorm: as a training step would
         beta = self.p["ema_beta"]
         m = torch.where(self.stepped[idx, None], beta * self.ema[idx] + (1 - beta) * g, g)
         self.ema[idx] = m

@@ -66,9 +66,8 @@ class Ditto(ServerAveraging):
                                        weight_decay=tr["weight_decay"], clip=tr["clip"],
                                        clients=clients, prox=(self.p["lam"], anchor))
             else:
-                _, g = self.personal.grad(x, y, clients)
-                self.personal.track_statistics(x, clients=clients)   # BatchNorm, as a step would
-                bank.track_statistics(x, clients=clients)
+                _, g = self.personal.grad(x, y, clients, track=True)  # BatchNorm, as a step
+                bank.track_statistics(x, clients=clients)     # the global copy has no forward
                 v = self.personal.flat[clients]
                 self.personal.flat[clients] = v - tr["lr"] * (g + self.p["lam"] * (v - anchor[clients]))
                 bank.flat[clients] = bank.flat[clients] - tr["lr"] * g

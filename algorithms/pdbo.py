@@ -159,14 +159,17 @@ class PDBOMTL(Algorithm):
             self.lam = self.adam.param
 
     # ------------------------------------------------------------------ inner problem: SGP
-    def _inner_grad_fn(self, xb: Tensor, yb: Tensor):
-        """``(x, lam) -> grad_x f(x, lam; xi)`` for all agents: mixture NLL + wd / 2 ||x||^2."""
+    def _inner_grad_fn(self, xb: Tensor, yb: Tensor, track: bool = False):
+        """``(x, lam) -> grad_x f(x, lam; xi)`` for all agents: mixture NLL + wd / 2 ||x||^2.
+        ``track`` (a training step of a BatchNorm model): ``-> (grad, batch statistics)``."""
         wd = self.train["weight_decay"]
 
-        def f(x: Tensor, lam: Tensor) -> Tensor:
-            return (self.bank.loss_fn(torch.cat([x, lam], 1), xb, yb).sum()
+        def f(x: Tensor, lam: Tensor):
+            stats: dict | None = {} if track else None
+            loss = (self.bank.loss_fn(torch.cat([x, lam], 1), xb, yb, stats=stats).sum()
                     + 0.5 * wd * x.pow(2).sum())
-        return torch.func.grad(f, argnums=0)
+            return (loss, stats) if track else loss
+        return torch.func.grad(f, argnums=0, has_aux=track)
 
     def inner_lr(self, step: int) -> float:
         """train.lr x 0.1 per milestone of ``decay_last`` reached (App. A.3)."""
@@ -184,11 +187,12 @@ class PDBOMTL(Algorithm):
             t0 = self.sim.now
             done = self.compute_phase(active=self.sim.alive(), steps=1).finished[: self.n]
             xb, yb = self.data.sample_batch("train", self.train["batch_size"], self.gen)
-            g = self._inner_grad_fn(xb, yb)(self.z / self.w, self.lam)
-            if self.bank.running is not None:           # BatchNorm: as a training step would
+            if self.bank.running is None:
+                g = self._inner_grad_fn(xb, yb)(self.z / self.w, self.lam)
+            else:                                        # BatchNorm: as a training step would
+                g, batch = self._inner_grad_fn(xb, yb, track=True)(self.z / self.w, self.lam)
                 idx = self.index(done, self.device)
-                rows = torch.cat([self.z / self.w, self.lam], 1)[idx]
-                self.bank.track_statistics(xb[idx], rows, idx)
+                self.bank.update_statistics({k: v[idx] for k, v in batch.items()}, idx)
             mask = torch.as_tensor(done, dtype=g.dtype, device=self.device)[:, None]
             update = self.inner_lr(s) * mask * g
             if sgp:  # the pre-step (z, w) goes out while the gradient is computed (Nedić form)

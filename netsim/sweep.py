@@ -245,14 +245,10 @@ def _improved_over_local(root: Path, done: list[Cell]) -> dict[str, float]:
     """Share of clients beating the ``local`` run of the same grid point and seed (a plain run
     with both algorithms reports the same number in its summary); {} without local runs."""
     key = lambda c: (json.dumps(c.point, sort_keys=True, default=str), c.seed)  # noqa: E731
-    local = {key(c): c for c in done if c.config["algorithms"][0]["name"] == "local"}
-    out = {}
-    for c in done:
-        ref = local.get(key(c))
-        if ref is not None and ref is not c:
-            out[c.id] = float(np.mean(_final_test_accuracy(root / "runs" / c.id) >
-                                      _final_test_accuracy(root / "runs" / ref.id)))
-    return out
+    local = {key(c): _final_test_accuracy(root / "runs" / c.id)
+             for c in done if c.config["algorithms"][0]["name"] == "local"}
+    return {c.id: float(np.mean(_final_test_accuracy(root / "runs" / c.id) > local[key(c)]))
+            for c in done if key(c) in local}
 
 
 def aggregate(root: Path, sweep: Sweep, cells: list[Cell]):

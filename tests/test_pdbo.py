@@ -197,3 +197,12 @@ def test_batchnorm_statistics_follow_the_sgp_steps_and_the_outer_cost_uses_them(
     assert not torch.isclose(eval_cost, alg._outer_cost(x, alg.lam))   # running vs batch stats
     alg.round(1)                                  # re-initialised: statistics start again
     assert int(bank.tracked.max()) <= 4
+    # the step records the batch statistics in its own forward pass: equal to a separate one
+    xb, yb = alg.data.sample_batch("train", 8, torch.Generator().manual_seed(0))
+    g, batch = alg._inner_grad_fn(xb, yb, track=True)(x, alg.lam)
+    torch.testing.assert_close(g, alg._inner_grad_fn(xb, yb)(x, alg.lam))
+    separate: dict = {}
+    alg.model.forward(bank.params(torch.cat([x, alg.lam], 1)), xb, stats=separate)
+    assert set(batch) == set(separate) == set(alg.model.buffers)
+    for k in batch:
+        torch.testing.assert_close(batch[k], separate[k])

@@ -6,7 +6,7 @@ Federated Optimization", App. C.1; used by FedEM and PDBO, seed 004 Sec. 6).
 
 The other splits of the papers are options of the generic partitions:
 DPFL Dir(0.1) = ``dirichlet {alpha: 0.1, min_size: 20}``; DPFL Patho(3) = ``pathological
-{classes_per_client: 3, dirichlet_within: 0.5}``; DiPLe's 2 classes per client = ``pathological
+{classes_per_client: 3, dirichlet_within: 0.5, assignment: random}``; DiPLe's 2 classes per client = ``pathological
 {classes_per_client: 2}``; CoBo cross-device = ``class_clusters {clusters: 10, sizes: [6, 6, 7, 7,
 8, 8, 9, 9, 10, 10], local_labels: true}`` on CIFAR-100; CoBo cross-silo = ``label_permutation
 {clusters: 4, replicate: true, shift: true, shift_step: 11}``.

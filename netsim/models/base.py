@@ -140,7 +140,7 @@ def sequential(layers: list[Layer], cls: type = nn.Sequential) -> nn.Sequential:
     """The ``torch.nn`` twin of a chain; a submodule is named by the last part of its layer's
     dotted name (``op<i>`` for unnamed layers), so state-dict keys equal parameter names."""
     return cls(OrderedDict((layer.name.rsplit(".", 1)[-1] or f"op{i}", layer.module())
-                                     for i, layer in enumerate(layers)))
+                           for i, layer in enumerate(layers)))
 
 
 def _to_groups(x: Tensor) -> Tensor:

@@ -87,7 +87,6 @@ class EnsembleModel(BatchedModel):
             [self.base.reference(self._learner(params, j))
              for j in range(self.k)], params[MIXTURE])
 
-
     def _learner(self, state: Params, j: int) -> Params:
         """Learner j's parameters, and its running statistics and counters found in ``state``."""
         out = {name: state[f"learners.{name}"][j]

@@ -16,8 +16,9 @@ Batch normalisation: models with ``buffers`` keep per-client running statistics 
 ``bank.running: Tensor[n, r]`` (the model's ``buffers`` in order, views by :meth:`buffers`) and
 ``bank.tracked: Tensor[n]`` (long: ``num_batches_tracked`` of every BN layer), apart from the
 parameters. ``loss_fn``, ``loss`` and ``grad`` use batch statistics (train mode) and stay pure
-functions of the rows; only :meth:`sgd_step` updates the running statistics of the clients it
-steps (``torch.nn.BatchNorm2d``: momentum 0.1, unbiased batch variance); :meth:`evaluate` uses
+functions of the rows; :meth:`sgd_step` updates the running statistics of the clients it steps
+(``torch.nn.BatchNorm2d``: momentum 0.1, unbiased batch variance), and so do
+:meth:`track_statistics` and :meth:`update_statistics` for steps written by hand; :meth:`evaluate` uses
 them (eval mode). The buffers are local, as in FedBN: ``mix``, ``set_rows`` and algorithms that
 copy a server model into clients move parameters only and leave each client's running
 statistics as they are; ``copy`` and ``state_dict`` carry them.
@@ -119,10 +120,13 @@ class ClientBank:
             y = y.unsqueeze(-1)
         return 0.5 * (out - y).pow(2).sum(-1)
 
-    def loss_fn(self, flat_rows: Tensor, x: Tensor, y: Tensor, clients: Clients = None) -> Tensor:
+    def loss_fn(self, flat_rows: Tensor, x: Tensor, y: Tensor, clients: Clients = None,
+                stats: dict | None = None) -> Tensor:
         """Pure per-client mean loss ``[M]`` of parameter rows ``[M, d]`` on batches
-        ``x[M, B, ...]``, ``y[M, B(, k)]`` (``clients`` only selects the loss scales)."""
-        return self._loss_of(self.params(flat_rows), x, y, self._index(clients))
+        ``x[M, B, ...]``, ``y[M, B(, k)]`` (``clients`` only selects the loss scales). ``stats``
+        (models with batch normalisation): a dict that receives each client's batch statistics,
+        for :meth:`update_statistics` (inside torch.func, return it as the aux output)."""
+        return self._loss_of(self.params(flat_rows), x, y, self._index(clients), stats)
 
     def _loss_of(self, params: Params, x: Tensor, y: Tensor, idx: Tensor | None,
                  stats: dict | None = None) -> Tensor:
@@ -139,11 +143,18 @@ class ClientBank:
         return self.loss_fn(self._rows(idx, flat), x, y, idx)
 
     def grad(self, x: Tensor, y: Tensor, clients: Clients = None,
-             flat: Tensor | None = None) -> tuple[Tensor, Tensor]:
+             flat: Tensor | None = None, track: bool = False) -> tuple[Tensor, Tensor]:
         """``(loss[M], grad[M, d])`` from one backward pass of the summed per-client losses
         (taken w.r.t. the per-parameter views, then concatenated: cheaper than slicing a flat
-        leaf, whose backward zero-fills and adds a ``[M, d]`` tensor per parameter)."""
-        return self._grad(x, y, self._index(clients), flat)
+        leaf, whose backward zero-fills and adds a ``[M, d]`` tensor per parameter). ``track``
+        (a training step written by hand): also update the clients' BatchNorm running statistics
+        from this forward pass."""
+        idx = self._index(clients)
+        stats = {} if track and self.running is not None else None
+        loss, g = self._grad(x, y, idx, flat, stats)
+        if stats is not None:
+            self.update_statistics(stats, idx)
+        return loss, g
 
     def _grad(self, x: Tensor, y: Tensor, idx: Tensor | None, flat: Tensor | None,
               stats: dict | None = None) -> tuple[Tensor, Tensor]:
@@ -170,10 +181,7 @@ class ClientBank:
         """
         idx = self._index(clients)
         p = self._rows(idx, None)
-        stats = None if self.running is None else {}
-        loss, g = self._grad(x, y, idx, None, stats)
-        if stats is not None:
-            self._update_running(idx, stats)
+        loss, g = self.grad(x, y, idx, track=True)
         if clip is not None:
             g = g * (clip / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0)
         if extra_grad is not None:
@@ -218,7 +226,7 @@ class ClientBank:
         stats: dict = {}
         with torch.no_grad():
             self.model.forward(self.params(self._rows(idx, flat)), x, stats=stats)
-        self._update_running(idx, stats)
+        self.update_statistics(stats, idx)
 
     def reset_statistics(self) -> None:
         """Running statistics back to their initial values (mean 0, var 1), counters to 0."""
@@ -226,8 +234,10 @@ class ClientBank:
             self.running.copy_(self._initial_running.expand_as(self.running))
             self.tracked.zero_()
 
-    def _update_running(self, idx: Tensor | None, stats: dict) -> None:
-        """``running = (1 - m) running + m batch`` for all stepped clients at once; counters + 1."""
+    def update_statistics(self, stats: dict, clients: Clients = None) -> None:
+        """``running = (1 - m) running + m batch`` for the listed clients at once, from batch
+        statistics ``stats[buffer]: [M, ...]`` recorded by a forward pass; counters + 1."""
+        idx = self._index(clients)
         batch = torch.cat([stats[k].flatten(1) for k in self.model.buffers], 1).to(self.running)
         m = self.model.buffer_momentum
         if idx is None:
