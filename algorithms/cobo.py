@@ -17,6 +17,11 @@ midpoint ``z_ij = (x_i + x_j) / 2``. A round of Alg. 1 over the simulated networ
    buffer of the models sent in the last rounds); a peer without a usable copy drops out of the
    sum for that step. The weights actually used are recorded (``effective/`` arrays).
 
+Over lossy links a pair's update needs every one of its messages in the round: 4 with the paper's
+exchange (p^4 on Bernoulli(p) links). ``protocol: relay`` needs 3 (one model, the reply
+``[x_j, h_j]``, the inner product back; ``(1 - (1 - p)^2) p^2``) and gives the same W and models
+on perfect links; ``completion: rate`` divides gamma by the pair's estimated completion rate.
+
 Paper-vs-code differences (ALGORITHMS.md 1.4) are options: ``order`` (W-then-X as in Alg. 1, or
 the code's X-then-W, which equals Alg. 1 shifted by one model step: round 0 steps with W^0),
 ``gradient`` (raw, or the code's EMA momentum ``m <- beta m + (1 - beta) g`` of the data gradient
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -39,6 +45,8 @@ from netsim.schema import Field
 from netsim.sim.engine import ExchangeResult
 
 SAMPLING = ("constant", "time", "mixed", "all")
+PROTOCOLS = ("exchange", "relay")
+SCALAR_BYTES = 8          # relay: the inner product <h_i, h_j> sent back (one float64)
 
 
 def pair_probability(t: int, n: int, rounds: int, sampling: str, rate: float = 1.0,
@@ -109,6 +117,13 @@ class CoBo(Algorithm):
                             "cosine (option)", choices=("inner", "cosine")),
         "pair_batches": Field("str", "both", "midpoint gradients on each end's own data, or both "
                               "on client i's (the LLM code's bug)", choices=("both", "first")),
+        "protocol": Field("str", "exchange", "pair messages: exchange = both models then both "
+                          "midpoint gradients (4 messages, paper semantics); relay = one model, "
+                          "one reply [x_j, h_j], one inner product back (3 messages)",
+                          choices=PROTOCOLS),
+        "completion": Field("str", "none", "W step over lossy links: none, or rate = gamma "
+                            "divided by the pair's estimated completion rate (importance weight)",
+                            choices=("none", "rate")),
     }
 
     def __init__(self, ctx):
@@ -129,6 +144,8 @@ class CoBo(Algorithm):
         self.effective: list[np.ndarray] = []
         self.row_sum: list[np.ndarray] = []
         self.updated: list[np.ndarray] = []   # per round: [2, P] pairs (a, b) whose W was updated
+        self.sampled = np.zeros((n, n))       # completion: rate -- s_ij, pairs sampled (i < j)
+        self.completed = np.zeros((n, n))     # c_ij, pairs whose W update completed
 
     @classmethod
     def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
@@ -163,7 +180,11 @@ class CoBo(Algorithm):
         self.history.appendleft(self.bank.flat.clone())
         models = self.exchange(want, self.bank.size_bytes)
         self.log_links(models.delivered)
-        self.select(pairs & models.delivered & models.delivered.T)
+        self.sampled += pairs
+        if self.p["protocol"] == "exchange":
+            self.select(pairs & models.delivered & models.delivered.T)
+        else:
+            models = self.relay(pairs, models)
         self.model_step(models, record=t in self.eval_rounds)
 
     def select(self, pairs: np.ndarray) -> None:
@@ -182,6 +203,59 @@ class CoBo(Algorithm):
             self.update_w(a, b, self.midpoint_alignment(a, b))
         self.updated.append(np.stack([a, b]))
 
+    def relay(self, pairs: np.ndarray, models: ExchangeResult) -> ExchangeResult:
+        """Client-Selection with three messages per sampled pair (``protocol: relay``).
+
+        1. the model exchange above: the *responder* r is the end that received the other end's
+           (the *initiator* i's) model ``x_i`` -- for a pair i < j, j if ``x_i`` reached j, else i
+           if ``x_j`` reached i, else the pair stops;
+        2. r computes ``h_r = grad f_r(z_ir; xi_r)`` at ``z_ir = (x_i + x_r)/2`` and replies with
+           ``[x_r, h_r]`` (2d floats);
+        3. i, holding both models, computes ``h_i = grad f_i(z_ir; xi_i)`` and the alignment
+           ``<h_i, h_r>`` (cosine with ``similarity: cosine``) and sends that one number back
+           (``SCALAR_BYTES``).
+        Both ends apply ``w_ir <- Proj(w_ir + gamma <h_i, h_r>)`` exactly when message 3 arrives
+        (it arrives only if 1 and 2 did), so a pair completes with probability
+        ``(1 - (1 - p)^2) p^2`` on Bernoulli(p) links instead of ``p^4``. The simulator commits
+        both ends atomically on the delivery of message 3: i does not observe that delivery, so a
+        deployment would apply the update at i only when r confirms it (e.g. on r's next
+        message); the 4-message exchange makes the same idealisation (an end does not observe
+        whether its own gradient arrived). The reply's ``x_r`` is a fresh copy for i's penalty
+        this round (returned as the updated model-exchange result).
+        """
+        n = self.n
+        a, b = np.nonzero(pairs)
+        got_b, got_a = models.delivered[b, a], models.delivered[a, b]
+        ok = got_b | got_a
+        init = np.where(got_b, a, b)[ok]
+        resp = np.where(got_b, b, a)[ok]
+        fresh = np.zeros((n, n), bool)
+        if init.size:
+            comp = self.compute_phase(active=np.bincount(resp, minlength=n) > 0,
+                                      steps=np.bincount(resp, minlength=n))
+            req = np.zeros((n, n), bool)
+            req[init, resp] = comp.finished[resp]
+            reply = self.exchange(req, 2 * self.bank.size_bytes, ready=comp.finish_time)
+            got = reply.delivered[init, resp]
+            fresh[init[got], resp[got]] = True
+            init, resp = init[got], resp[got]
+        if init.size:
+            steps = np.bincount(init, minlength=n)
+            comp = self.compute_phase(active=steps > 0, steps=steps)
+            req = np.zeros((n, n), bool)
+            req[resp, init] = comp.finished[init]
+            back = self.exchange(req, SCALAR_BYTES, ready=comp.finish_time)
+            done = back.delivered[resp, init]
+            init, resp = init[done], resp[done]
+        lo, hi = np.minimum(init, resp), np.maximum(init, resp)
+        order = np.lexsort((hi, lo))
+        lo, hi = lo[order], hi[order]
+        if lo.size:
+            self.update_w(lo, hi, self.midpoint_alignment(lo, hi))
+        self.updated.append(np.stack([lo, hi]))
+        return replace(models, available=models.available | fresh,
+                       staleness=np.where(fresh, 0, models.staleness))
+
     def midpoint_alignment(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """``<grad f_a(z_ab; xi_a), grad f_b(z_ab; xi_b)>`` for all pairs in one batched call."""
         x = self.history[0]
@@ -198,10 +272,21 @@ class CoBo(Algorithm):
         return ip.double().cpu().numpy()
 
     def update_w(self, a: np.ndarray, b: np.ndarray, ip: np.ndarray) -> None:
-        """Projected ascent ``w_ab <- Proj(w_ab + gamma ip_ab)`` on both ends of each pair."""
+        """Projected ascent ``w_ab <- Proj(w_ab + gamma ip_ab)`` on both ends of each pair.
+
+        ``completion: rate`` divides gamma by the pair's estimated completion rate
+        ``q_ab = (c_ab + 1) / (s_ab + 1)`` (c_ab completed of s_ab sampled, this one included;
+        the +1 is a prior of one completed try, so q starts at 1): the expected ascent per
+        sampled round is then that of lossless links. Both ends know s_ab (sampling) and c_ab
+        (completions), so they compute the same step.
+        """
         W = self.W
-        W[a, b] += self.p["gamma"] * ip
-        W[b, a] += self.p["gamma"] * ip
+        self.completed[a, b] += 1
+        step = self.p["gamma"] * ip
+        if self.p["completion"] == "rate":
+            step = step * (self.sampled[a, b] + 1) / (self.completed[a, b] + 1)
+        W[a, b] += step
+        W[b, a] += step
         if self.p["domain"] == "box":
             W[a, b] = np.clip(W[a, b], 0.0, 1.0)
             W[b, a] = W[a, b]
