@@ -199,6 +199,10 @@ class CoBo(Algorithm):
             grads = self.exchange(req, self.bank.size_bytes, ready=comp.finish_time)
             both = grads.delivered[a, b] & grads.delivered[b, a]
             a, b = a[both], b[both]
+        self.commit(a, b)
+
+    def commit(self, a: np.ndarray, b: np.ndarray) -> None:
+        """Apply eq. (1/4) on both ends of the completed pairs ``(a, b)`` and record them."""
         if a.size:
             self.update_w(a, b, self.midpoint_alignment(a, b))
         self.updated.append(np.stack([a, b]))
@@ -249,10 +253,7 @@ class CoBo(Algorithm):
             init, resp = init[done], resp[done]
         lo, hi = np.minimum(init, resp), np.maximum(init, resp)
         order = np.lexsort((hi, lo))
-        lo, hi = lo[order], hi[order]
-        if lo.size:
-            self.update_w(lo, hi, self.midpoint_alignment(lo, hi))
-        self.updated.append(np.stack([lo, hi]))
+        self.commit(lo[order], hi[order])
         return replace(models, available=models.available | fresh,
                        staleness=np.where(fresh, 0, models.staleness))
 
