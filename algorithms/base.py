@@ -8,6 +8,7 @@ matrices and realised links for the results contract.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -18,6 +19,7 @@ from netsim.data import ClientData
 from netsim.models import BatchedModel
 from netsim.rng import Streams
 from netsim.runtime import ClientBank
+from netsim.runtime.pushsum import graph_warning
 from netsim.sim.engine import ExchangeResult, Simulator, step_time_from_flops
 from netsim.sim.policy import Policy
 from netsim.schema import Field
@@ -140,6 +142,15 @@ class Algorithm:
         """Record the realised client-to-client communication graph of this round."""
         self.links_log.append(np.asarray(delivered[: self.n, : self.n], bool))
 
+    def warn_push_sum_graph(self) -> None:
+        """Warn (once per message) before the run when the graph's possible links leave
+        push-sum without consensus: nodes without in-links or several strong components."""
+        reachable = (self.sim.links.availability() > 0) & self.sim.adjacency
+        reachable &= self.sim.loss.probability() < 1
+        msg = graph_warning(reachable[: self.n, : self.n])
+        if msg:
+            warnings.warn(f"{self.ctx.spec['label']}: {msg}", RuntimeWarning, stacklevel=2)
+
     @staticmethod
     def index(mask: np.ndarray, device) -> torch.Tensor:
         """Client indices of a boolean mask as a LongTensor."""
@@ -152,6 +163,11 @@ class Algorithm:
     def personal_models(self) -> torch.Tensor:
         """The model each client uses, ``[N, d]``."""
         raise NotImplementedError
+
+    def health(self) -> dict[str, torch.Tensor]:
+        """Tensors ``[N, ...]`` that must stay finite (checked after every round); an algorithm
+        with push-sum weights adds them (a weight must also stay positive)."""
+        return {"model": self.personal_models()}
 
     def collaboration(self) -> np.ndarray | None:
         """Row i = weights client i gives to the others (None where it has none)."""
@@ -168,12 +184,44 @@ class Algorithm:
 
     # ------------------------------------------------------------------ the schedule
     def run(self) -> None:
+        """Rounds 0..rounds-1; raises :class:`Diverged` after the first round that leaves a
+        non-finite model, weight or loss (everything recorded up to it stays written)."""
         rec = self.ctx.recorder
         rounds, every = self.ctx.cfg["schedule"]["rounds"], self.ctx.cfg["schedule"]["eval_every"]
         rec.evaluate(self, 0)
         for t in range(rounds):
             self.round(t)
             rec.network_row(self.sim.end_round())
+            check_health(self.health(), t + 1)
             if (t + 1) % every == 0 or t + 1 == rounds:
                 rec.evaluate(self, t + 1)
             rec.advance()
+
+
+class Diverged(Exception):
+    """An algorithm's state became non-finite: ``round``, ``client`` and ``what`` say where."""
+
+    def __init__(self, round: int, client: int, what: str):
+        super().__init__(f"diverged at round {round}: client {client}'s {what}")
+        self.round, self.client, self.what = round, client, what
+
+    def record(self, seed: int) -> dict:
+        """The summary.json entry of this divergence."""
+        return {"seed": seed, "round": self.round, "client": self.client, "what": self.what}
+
+
+#: A push-sum weight at or below this is treated as vanished (z / w is then meaningless).
+MIN_PUSH_SUM_WEIGHT = 1e-30
+
+
+def check_health(state: dict[str, torch.Tensor], rnd: int) -> None:
+    """Raise :class:`Diverged` for the first client whose tensors are not finite (push-sum
+    weights: also not above :data:`MIN_PUSH_SUM_WEIGHT`)."""
+    for what, x in state.items():
+        flat = x.reshape(x.shape[0], -1)
+        ok = torch.isfinite(flat).all(1)
+        if what == "push-sum weight":
+            ok &= (flat > MIN_PUSH_SUM_WEIGHT).all(1)
+        if not bool(ok.all()):
+            vanished = " or vanished" if what == "push-sum weight" else ""
+            raise Diverged(rnd, int(torch.nonzero(~ok)[0, 0]), f"{what} non-finite{vanished}")

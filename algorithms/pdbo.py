@@ -39,11 +39,11 @@ from torch import Tensor
 from algorithms import register
 from algorithms.base import Algorithm
 from algorithms.hgp import EdgeStats, expected_push_weights, grad_vjp, hgp_step, hgp_weights
-from algorithms.sgp import push_sum_step, push_sum_weights
 from netsim.data.datasets import dataset_info
 from netsim.errors import ConfigError
 from netsim.models.ensemble import EnsembleModel
 from netsim.runtime import ClientBank
+from netsim.runtime.pushsum import PUSH_SUM_FIELDS, PushSum, push_sum_weights
 from netsim.schema import Field
 
 HGP_FIELDS = {
@@ -63,6 +63,7 @@ COMMON_FIELDS = {
     "learners": Field("int", 3, "K base learners per ensemble (Sec. 5)", lo=1),
     "inner": Field("str", "sgp", "inner solver: sgp (push-sum over the realised directed links) "
                    "or local (local SGD, no communication)", choices=("sgp", "local")),
+    **PUSH_SUM_FIELDS,
     "inner_steps": Field("int", 200, "T inner steps per outer step (Table 2: 600 / 1200)", lo=1),
     "decay_last": Field("list", [100, 50], "inner lr x0.1 at each of the last ... steps "
                         "(App. A.3: the last 100 and the last 50)", item="int", lo=1),
@@ -106,7 +107,11 @@ class PDBOMTL(Algorithm):
         self.dx = self.model.inner_dim
         self.x0 = self.bank.flat[:, : self.dx].clone()
         self.lam = self.bank.flat[:, self.dx:].clone()
-        self.z, self.w = self.x0.clone(), torch.ones(self.n, 1, device=self.device)
+        self.push_sum = PushSum.from_spec(self.n, self.p)
+        self.w = self.push_sum.fresh_weights(self.device)
+        self.z = self.push_sum.bias(self.x0, self.w)
+        if self.p["inner"] == "sgp":
+            self.warn_push_sum_graph()
         self.adam = _Adam(self.lam, self.p["outer_lr"], tuple(self.p["adam_betas"]))
         self.current = self.bank.flat.clone()
         self.best: tuple[float, Tensor] | None = None
@@ -148,10 +153,12 @@ class PDBOMTL(Algorithm):
         if self.p["fixed_batches"]:
             self.gen.set_state(self._gen_state)
         if self.p["reinit"] or t == 0:
-            self.z, self.w = self.x0.clone(), torch.ones_like(self.w)
+            self.w = self.push_sum.fresh_weights(self.device)
+            self.z = self.push_sum.bias(self.x0, self.w)
+            self.push_sum.reset()
             self.bank.reset_statistics()            # the code reloads the initial state dict
         stats = self.solve_inner()
-        x = self.z / self.w
+        x = self.x()
         self._remember(x)
         if self.mode != "none" and t + 1 < self.ctx.cfg["schedule"]["rounds"]:
             grad = self.hypergradient(x, stats)
@@ -171,6 +178,10 @@ class PDBOMTL(Algorithm):
             return (loss, stats) if track else loss
         return torch.func.grad(f, argnums=0, has_aux=track)
 
+    def x(self) -> Tensor:
+        """The de-biased learners ``x_i = z_i / w_i`` of every agent."""
+        return self.push_sum.debias(self.z, self.w, self.x0.dtype)
+
     def inner_lr(self, step: int) -> float:
         """train.lr x 0.1 per milestone of ``decay_last`` reached (App. A.3)."""
         left = self.p["inner_steps"] - step
@@ -181,16 +192,16 @@ class PDBOMTL(Algorithm):
         sgp = self.p["inner"] == "sgp"
         stats = EdgeStats(self.n) if sgp else None
         mixing = np.zeros((self.n, self.n))
-        eye = np.eye(self.n, dtype=bool)
         delivered = np.zeros((self.n, self.n), bool)
         for s in range(self.p["inner_steps"]):
             t0 = self.sim.now
             done = self.compute_phase(active=self.sim.alive(), steps=1).finished[: self.n]
             xb, yb = self.data.sample_batch("train", self.train["batch_size"], self.gen)
             if self.bank.running is None:
-                g = self._inner_grad_fn(xb, yb)(self.z / self.w, self.lam)
+                g = self._inner_grad_fn(xb, yb)(self.x(), self.lam)
             else:                                        # BatchNorm: as a training step would
-                g, batch = self._inner_grad_fn(xb, yb, track=True)(self.z / self.w, self.lam)
+                g, batch = self._inner_grad_fn(xb, yb, track=True)(
+                    self.x(), self.lam)
                 idx = self.index(done, self.device)
                 self.bank.update_statistics({k: v[idx] for k, v in batch.items()}, idx)
             mask = torch.as_tensor(done, dtype=g.dtype, device=self.device)[:, None]
@@ -199,12 +210,11 @@ class PDBOMTL(Algorithm):
                 ex = self.exchange(self.sim.adjacency.T & done[None, :], self.sgp_bytes,
                                    ready=np.full(self.n, t0))
                 push = push_sum_weights(ex.link_up)
-                d = push * (ex.delivered | eye)
                 stats.update(push, ex.delivered, done)
-                mixing += d
                 delivered = ex.delivered
-                self.z, self.w = push_sum_step(self.z, self.w, torch.as_tensor(
-                    d, dtype=self.z.dtype, device=self.device))
+                self.z, self.w = self.push_sum.step([self.z, self.w], push, ex.link_up,
+                                                    ex.delivered)
+                mixing += self.push_sum.last_mixing
             self.z = self.z - update
         if sgp:
             self.log_links(delivered)
@@ -236,7 +246,8 @@ class PDBOMTL(Algorithm):
         gx, gl = torch.func.grad(self._outer_cost, argnums=(0, 1))(x, self.lam)
         if self.mode == "local":
             return gl
-        u, v = gx / self.w, gl
+        w = self.w.to(gx.dtype)
+        u, v = gx / w, gl
         p_bar, delta_bar = self.edge_statistics(stats)
         gamma = self.p["hgp_lr"] or self.inner_lr(self.p["inner_steps"])
         for _ in range(self.p["neumann_steps"]):
@@ -247,7 +258,7 @@ class PDBOMTL(Algorithm):
             c = torch.as_tensor(hgp_weights(p_bar, delta_bar, ex.delivered), dtype=u.dtype,
                                 device=self.device)
             hvp, mixed = self.products(x, u)
-            u_new, v_new = hgp_step(u, v, c, hvp, mixed, gamma, self.w)
+            u_new, v_new = hgp_step(u, v, c, hvp, mixed, gamma, w)
             keep = torch.as_tensor(done, device=self.device)[:, None]
             u, v = torch.where(keep, u_new, u), torch.where(keep, v_new, v)
         return v
@@ -276,6 +287,11 @@ class PDBOMTL(Algorithm):
     def outer_weights(self) -> np.ndarray:
         """softmax(lambda_i) of every agent, ``[N, K]`` (the ensemble weights)."""
         return torch.softmax(self.lam, 1).cpu().numpy()
+
+    def health(self) -> dict[str, Tensor]:
+        """The reported models, the inner state (z, w) and the outer weights lambda."""
+        return {"model": self.personal_models(), "inner model z": self.z,
+                "push-sum weight": self.w, "outer weights lambda": self.lam}
 
     def personal_models(self) -> Tensor:
         if self.p["select"] == "best_val" and self.best is not None:

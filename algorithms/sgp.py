@@ -6,10 +6,14 @@ stochastic), and every message carries the biased parameters and the push-sum we
 
 - ``form: nedic`` (default, the PDBO authors' experiments): ``z_i <- sum_j p_{j->i} z_j - gamma g_i``,
   ``w_i <- sum_j p_{j->i} w_j``, gradients at the de-biased ``x_i = z_i / w_i``;
-- ``form: assran`` (SGP paper, Alg. 1): ``phi_j = z_j - gamma g_j``; ``z_i <- sum_j p_{j->i} phi_j``.
+- ``form: assran`` (SGP paper, Alg. 1, local step first): ``phi_j = w_j x_j'`` with ``x_j'`` the
+  de-biased model after its local steps, ``z_i <- sum_j p_{j->i} phi_j`` (Alg. 1 adds the
+  unscaled step ``-gamma g_j`` to ``z_j``; the two agree while ``w_j = 1``).
 
-A message that is lost or late is mass lost for that round (the sender already gave it away);
-when nothing is lost, ``sum_i z_i`` and ``sum_i w_i`` are conserved exactly.
+Missed messages (lost, refused by a budget, late): with ``loss_recovery: running_sums`` (default)
+their mass arrives with the next message that gets through on that edge, so ``sum z`` and
+``sum w`` (plus the mass in flight) are conserved; with ``none`` (the papers' idealised
+push-sum) it is lost. See :mod:`netsim.runtime.pushsum`.
 """
 from __future__ import annotations
 
@@ -18,21 +22,9 @@ import torch
 
 from algorithms import register
 from algorithms.gossip import Gossip
-from netsim.runtime.mixing import mix as mix_rows
+from netsim.runtime.pushsum import PUSH_SUM_FIELDS, PushSum, push_sum_weights
 from netsim.schema import Field
 from topologies.generators import exponential_peer
-
-
-def push_sum_weights(link_up: np.ndarray) -> np.ndarray:
-    """Column-stochastic ``P[i, j] = p_{j->i}`` uniform over j's realised out-links and itself."""
-    up = np.asarray(link_up, bool).copy()
-    np.fill_diagonal(up, True)
-    return up / up.sum(axis=0, keepdims=True)
-
-
-def push_sum_step(z: torch.Tensor, w: torch.Tensor, mix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """One push-sum combination ``z <- D z``, ``w <- D w`` with D = P masked by delivery."""
-    return mix_rows(mix, z), mix_rows(mix, w)
 
 
 @register("sgp")
@@ -44,12 +36,16 @@ class SGP(Gossip):
                       choices=("nedic", "assran")),
         "peers": Field("str", "all", "all out-neighbours of the topology, or one rotating "
                        "exponential-graph peer per step (SGP's default)", choices=("all", "exponential")),
+        **PUSH_SUM_FIELDS,
     }
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.z = self.bank.flat.clone()
-        self.w = torch.ones(self.n, 1, device=self.device)
+        self.push_sum = PushSum.from_spec(self.n, self.p)
+        self.w = self.push_sum.fresh_weights(self.device)
+        self.z = self.push_sum.bias(self.bank.flat, self.w)
+        if self.p["peers"] == "all":
+            self.warn_push_sum_graph()
 
     def requests(self, t: int) -> np.ndarray:
         if self.p["peers"] == "all":
@@ -61,22 +57,18 @@ class SGP(Gossip):
     def payload_bytes(self) -> float:
         return float(self.bank.size_bytes + 4)
 
-    def mixing(self, ex) -> np.ndarray:
-        p = push_sum_weights(ex.link_up)
-        return p * (ex.delivered | np.eye(self.n, dtype=bool))
-
     def round(self, t: int) -> None:
         ex, delta = self.step(t)
-        d = self.mixing(ex)
-        self.last_mixing = d
-        mix = torch.as_tensor(d, dtype=self.z.dtype, device=self.device)
-        if self.p["form"] == "nedic":
-            z, w = push_sum_step(self.z, self.w, mix)
-            z = z + delta
-        else:
-            z, w = push_sum_step(self.bank.flat * self.w, self.w, mix)
-        self.z, self.w = z, w
-        self.bank.flat.copy_(z / w)
+        z = self.z if self.p["form"] == "nedic" else self.push_sum.bias(self.bank.flat, self.w)
+        z, w = self.push_sum.step([z, self.w], push_sum_weights(ex.link_up), ex.link_up,
+                                  ex.delivered)
+        self.last_mixing = self.push_sum.last_mixing
+        self.z = z + delta if self.p["form"] == "nedic" else z
+        self.w = w
+        self.bank.flat.copy_(self.push_sum.debias(self.z, self.w, self.bank.flat.dtype))
+
+    def health(self) -> dict[str, torch.Tensor]:
+        return {**super().health(), "push-sum weight": self.w}
 
     def personal_models(self) -> torch.Tensor:
         return self.bank.flat

@@ -39,6 +39,10 @@ class Recorder:
             acc, loss = alg.bank.evaluate(x, y, mask, flat=flat)
             acc_np = None if acc is None else acc.detach().cpu().numpy()
             loss_np = loss.detach().cpu().numpy()
+            bad = np.flatnonzero(~np.isfinite(loss_np))
+            if bad.size:
+                from algorithms.base import Diverged
+                raise Diverged(rnd, int(bad[0]), f"{split} loss non-finite")
             for i in range(alg.n):
                 rows.append((self.label, self.seed, rnd, alg.sim.now, i, split,
                              None if acc_np is None else acc_np[i], loss_np[i]))
@@ -87,35 +91,55 @@ def _bottom10(acc: np.ndarray) -> float:
     return float(np.sort(acc)[:k].mean())
 
 
+#: summary.json's accuracy statistics, null for an algorithm with a diverged seed.
+ACCURACY_KEYS = ("mean_accuracy", "std_accuracy", "bottom10_accuracy", "client_variance",
+                 "improved_over_local")
+
+
 def summarise(per_run: dict[str, dict[int, dict]], cfg: dict) -> dict:
-    """summary.json: final-round values per algorithm, mean over seeds, per-seed alongside."""
+    """summary.json: final-round values per algorithm, mean over seeds, per-seed alongside.
+
+    A diverged (algorithm, seed) run has ``{"diverged": {...}}`` and its network accounting as
+    its per-seed entry; an algorithm with any diverged seed lists them under ``diverged`` and
+    has no accuracy statistics (null): a mean is never taken over a diverged run."""
     out = {}
     local = next((lab for lab, a in zip(per_run, cfg["algorithms"]) if a["name"] == "local"), None)
     for label, seeds in per_run.items():
         per_seed = {}
         for seed, r in seeds.items():
+            if "diverged" in r:
+                per_seed[seed] = {"diverged": r["diverged"], **r["net"]}
+                continue
             acc = r["test"]
             improved = None
-            if local is not None and seed in per_run.get(local, {}):
+            if local is not None and "test" in per_run.get(local, {}).get(seed, {}):
                 improved = float(np.mean(acc > per_run[local][seed]["test"]))
             per_seed[seed] = {"mean_accuracy": float(acc.mean()), "std_accuracy": float(acc.std()),
                               "bottom10_accuracy": _bottom10(acc),
                               "client_variance": float(acc.var()),
                               "improved_over_local": improved, **r["net"]}
-        keys = next(iter(per_seed.values())).keys()
-        agg = {k: (None if any(v[k] is None for v in per_seed.values())
+        diverged = [v["diverged"] for v in per_seed.values() if "diverged" in v]
+        keys = ACCURACY_KEYS + tuple(next(iter(seeds.values()))["net"])
+        agg = {k: (None if any(v.get(k) is None for v in per_seed.values())
                    else float(np.mean([v[k] for v in per_seed.values()]))) for k in keys}
-        out[label] = {"seeds": sorted(per_seed), **agg, "per_seed": per_seed}
+        out[label] = {"seeds": sorted(per_seed), **agg, "per_seed": per_seed,
+                      **({"diverged": diverged} if diverged else {})}
     return {"algorithms": out, "netsim_version": netsim.__version__, "scenario": cfg["name"]}
 
 
 def print_table(summary: dict, stream=None) -> None:
-    """The end-of-run table: one line per algorithm."""
+    """The end-of-run table: one line per algorithm (a diverged one says where it diverged)."""
     stream = stream or sys.stdout
     head = (f"{'algorithm':<14}{'mean':>8}{'bottom10':>10}{'var':>9}{'>local':>8}"
             f"{'MB sent':>10}{'sim s':>10}{'wall s':>8}")
     print(head, file=stream)
     for label, s in summary["algorithms"].items():
+        if s.get("diverged"):
+            d = s["diverged"][0]
+            more = f" (+{len(s['diverged']) - 1} seeds)" if len(s["diverged"]) > 1 else ""
+            print(f"{label:<14}  DIVERGED: seed {d['seed']}, round {d['round']}, client "
+                  f"{d['client']}: {d['what']}{more}", file=stream)
+            continue
         imp = "" if s["improved_over_local"] is None else f"{s['improved_over_local']:.2f}"
         print(f"{label:<14}{s['mean_accuracy']:>8.4f}{s['bottom10_accuracy']:>10.4f}"
               f"{s['client_variance']:>9.4f}{imp:>8}{s['bytes_sent'] / 1e6:>10.2f}"
@@ -126,7 +150,7 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
         out: str | Path | None = None, quiet: bool = False) -> Results:
     """Validate and run a scenario for each seed; return the results folder read back."""
     from algorithms import ALGORITHMS
-    from algorithms.base import Context
+    from algorithms.base import Context, Diverged
     from netsim.data import build_client_data
     from netsim.models import build_model
     from netsim.runtime import resolve_device
@@ -160,12 +184,18 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
                 ctx = Context(cfg, spec, seed, streams, data, model, device, rec)
                 start = time.perf_counter()
                 alg = ALGORITHMS.get(spec["name"], "algorithms").obj(ctx)
-                alg.run()
+                try:
+                    alg.run()
+                    outcome = {"test": rec.final["test"]}
+                except Diverged as err:
+                    outcome = {"diverged": err.record(seed)}
+                    print(f"{label} seed {seed}: {err}; its results so far are kept, the run "
+                          "goes on with the next algorithm", file=sys.stderr)
                 wall = time.perf_counter() - start
                 rec.finish(alg)
                 hist = alg.sim.history
                 per_run[label][seed] = {
-                    "test": rec.final["test"],
+                    **outcome,
                     "net": {"bytes_sent": float(sum(h["bytes_sent"] for h in hist)),
                             "messages_sent": int(sum(h["messages_sent"] for h in hist)),
                             "messages_dropped": int(sum(h["messages_dropped"] for h in hist)),

@@ -33,6 +33,7 @@ from netsim.analysis.stats import mean_ci
 from netsim.config import Scenario
 from netsim.errors import ConfigError
 from netsim.results import Results, _csv_text, atomic_write
+from netsim.runner import ACCURACY_KEYS
 from netsim.schema import Field, check_section
 
 SWEEP_FIELDS = {
@@ -265,6 +266,7 @@ def aggregate(root: Path, sweep: Sweep, cells: list[Cell]):
                "algorithm": c.algorithm, "seed": c.seed}
         row.update({m: s.get(m) for m in TABLE_METRICS})
         row["improved_over_local"] = improved.get(c.id, row["improved_over_local"])
+        row["diverged"] = bool(s.get("diverged"))
         rows.append(row)
     table = pd.DataFrame(rows)
     if table.empty:
@@ -276,13 +278,17 @@ def aggregate(root: Path, sweep: Sweep, cells: list[Cell]):
         table["panel"] += (" " if len(others) > 1 else "") + k.rsplit(".", 1)[-1] + "=" \
             + table[k].astype(str)
     atomic_write(root / "table.csv", table.to_csv(index=False))
-    keys = [k for k in table.columns if k not in ("id", "seed", *TABLE_METRICS)]
+    keys = [k for k in table.columns if k not in ("id", "seed", "diverged", *TABLE_METRICS)]
     out = []
     for key, g in table.groupby(keys, sort=False, dropna=False):
         row = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
         row["n_seeds"] = len(g)
+        row["diverged"] = int(g["diverged"].sum())   # accuracy statistics of such a cell: nan
         for m in TABLE_METRICS:
-            mean, lo, hi = mean_ci(pd.to_numeric(g[m], errors="coerce").to_numpy())
+            vals = pd.to_numeric(g[m], errors="coerce").to_numpy()
+            if row["diverged"] and m in ACCURACY_KEYS:
+                vals = vals[:0]
+            mean, lo, hi = mean_ci(vals)
             row.update({m: mean, f"{m}_ci_low": lo, f"{m}_ci_high": hi})
         out.append(row)
     cells_df = pd.DataFrame(out)

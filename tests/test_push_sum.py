@@ -1,0 +1,175 @@
+"""Push-sum under lossy and late links (netsim.runtime.pushsum): running sums keep the mass and
+the exact average, the papers' idealised push-sum loses both; divergence is reported, never a
+number; graphs without in-links are warned about and stay finite."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from netsim import Scenario, run
+from netsim.runtime.pushsum import PushSum, push_sum_weights
+from test_pdbo import make
+
+N = 20
+
+
+def frozen(recovery: str, form: str, rounds: int) -> Scenario:
+    """lr 0, 20 nodes, Bernoulli(0.5) directed links, 20% i.i.d. loss and a deadline that
+    makes about 10% of the sent messages late."""
+    return Scenario({
+        "name": "frozen", "seed": 0, "clients": N,
+        "data": {"dataset": "gaussian_mixture", "partition": {"name": "iid"}},
+        "model": {"name": "logreg"},
+        "network": {"topology": "complete", "links": {"name": "bernoulli", "p": 0.5},
+                    "loss": {"p": 0.2},
+                    "latency": {"base": 0.01, "jitter": {"name": "exponential", "scale": 0.01}},
+                    "compute": {"step_time": 0.01},
+                    "policy": {"name": "deadline", "deadline": 0.021}},
+        "train": {"lr": 0.0, "batch_size": 4, "local_steps": 1},
+        "schedule": {"rounds": rounds, "eval_every": rounds},
+        "algorithms": [{"name": "sgp", "form": form, "loss_recovery": recovery}],
+        "outputs": {"figures": False, "progress": False}})
+
+
+def run_frozen(recovery: str, form: str, rounds: int = 2000):
+    """The SGP algorithm after ``rounds`` rounds from distinct random models, the initial
+    average, and the share of sent messages that were lost and late."""
+    alg = make(frozen(recovery, form, rounds))
+    gen = torch.Generator().manual_seed(1)
+    alg.bank.flat.copy_(torch.randn(alg.bank.flat.shape, generator=gen))
+    alg.z = alg.push_sum.bias(alg.bank.flat, alg.w)
+    average = alg.bank.flat.double().mean(0)
+    seen = {"sent": 0, "lost": 0, "late": 0}
+    exchange = alg.exchange
+
+    def counting(*args, **kwargs):
+        ex = exchange(*args, **kwargs)
+        for key in seen:
+            seen[key] += int(getattr(ex, key).sum())
+        return ex
+
+    alg.exchange = counting
+    for t in range(rounds):
+        alg.round(t)
+        alg.sim.end_round()
+    lost, late, sent = seen["lost"], seen["late"], seen["sent"]
+    return alg, average, lost / sent, late / sent
+
+
+@pytest.mark.parametrize("form", ["nedic", "assran"])
+def test_running_sums_keep_the_mass_and_the_exact_average_under_loss_and_lateness(form):
+    alg, average, lost, late = run_frozen("running_sums", form)
+    assert 0.18 < lost < 0.22 and 0.07 < late < 0.13
+    flight = alg.push_sum.in_flight()[1]
+    total = float(alg.w.sum() + flight.sum())
+    assert abs(total - N) / N < 1e-6
+    assert float(flight.sum()) > 1.0                     # much of the mass is in flight ...
+    assert float((alg.bank.flat.double() - average).abs().max()) < 1e-5   # ... none lost
+
+
+@pytest.mark.parametrize("form", ["nedic", "assran"])
+def test_idealised_push_sum_loses_the_mass_and_the_average(form):
+    alg, average, _, _ = run_frozen("none", form)
+    assert float(alg.w.sum()) < 1e-100                   # geometric decay of the weights
+    assert float((alg.bank.flat.double() - average).abs().max()) > 0.05
+
+
+def test_a_missed_share_arrives_with_the_next_message_on_its_edge():
+    """Node 1 pushes half its state to node 0 twice; the first message is lost: the second
+    delivers both shares (the running sum minus the last one consumed)."""
+    ps = PushSum(2)
+    z, w = torch.tensor([[0.0], [4.0]], dtype=torch.float64), ps.fresh_weights()
+    up = np.array([[False, True], [False, False]])              # 1 -> 0 (receiver-major)
+    split = push_sum_weights(up)
+    assert split[0, 1] == 0.5 and split[1, 1] == 0.5
+    z1, w1 = ps.step([z, w], split, up, np.zeros((2, 2), bool))
+    assert z1.tolist() == [[0.0], [2.0]] and w1.tolist() == [[1.0], [0.5]]
+    assert [float(f.sum()) for f in ps.in_flight()] == [2.0, 0.5]
+    z2, w2 = ps.step([z1, w1], split, up, up)
+    assert z2.tolist() == [[3.0], [1.0]] and w2.tolist() == [[1.75], [0.25]]
+    assert ps.keys.size == 0                                     # nothing left in flight
+    none = PushSum(2, "none")
+    z1, w1 = none.step([z, w], split, up, np.zeros((2, 2), bool))
+    assert float(z1.sum()) == 2.0 and float(w1.sum()) == 1.5     # the share is gone
+
+
+def test_lossless_running_sums_equal_the_papers_push_sum_and_hold_nothing():
+    rng = np.random.default_rng(0)
+    z = torch.tensor(rng.normal(size=(6, 3)))
+    w = torch.ones(6, 1, dtype=torch.float64)
+    up = (rng.random((6, 6)) < 0.5) & ~np.eye(6, dtype=bool)
+    split = push_sum_weights(up)
+    a = PushSum(6).step([z, w], split, up, up)
+    b = PushSum(6, "none").step([z, w], split, up, up)
+    assert all(torch.allclose(x, y, rtol=0, atol=1e-12) for x, y in zip(a, b))
+    assert torch.allclose(a[1].sum(), torch.tensor(6.0, dtype=torch.float64))
+
+
+def small(algorithms: list, **over) -> Scenario:
+    base = {"name": "tiny", "seed": 0, "clients": 8,
+            "data": {"dataset": "digits", "partition": {"name": "iid"}},
+            "model": {"name": "logreg"},
+            "network": {"topology": "complete", "links": {"name": "bernoulli", "p": 0.6},
+                        "loss": {"p": 0.2}},
+            "train": {"lr": 0.1, "batch_size": 8, "local_steps": 1},
+            "schedule": {"rounds": 6, "eval_every": 2},
+            "algorithms": algorithms,
+            "outputs": {"figures": False, "progress": False}}
+    return Scenario(base).with_overrides(over)
+
+
+def test_a_diverged_algorithm_is_reported_and_the_others_are_unchanged(tmp_path, capsys):
+    algs = [{"name": "sgp"}, {"name": "local", "label": "exploding", "train": {"lr": 1e38}},
+            {"name": "dpsgd"}]
+    res = run(small(algs), out=tmp_path / "a", quiet=False)
+    table = capsys.readouterr().out
+    summary = res.summary["algorithms"]
+    bad = summary["exploding"]
+    assert bad["mean_accuracy"] is None and bad["bottom10_accuracy"] is None
+    (d,) = bad["diverged"]
+    assert d["seed"] == 0 and d["round"] == 2 and 0 <= d["client"] < 8 and "model" in d["what"]
+    assert "exploding" in table and "DIVERGED: seed 0, round 2" in table
+    metrics = res.metrics
+    assert set(metrics[metrics.algorithm == "exploding"]["round"]) == {0}   # kept, finite
+    assert np.isfinite(metrics["loss"]).all()
+    alone = run(small([algs[0], algs[2]]), out=tmp_path / "b", quiet=True).summary["algorithms"]
+    for label in ("sgp", "dpsgd"):
+        assert summary[label]["per_seed"]["0"]["mean_accuracy"] == \
+            alone[label]["per_seed"]["0"]["mean_accuracy"]
+
+
+def test_running_sum_messages_have_the_same_size_and_accounting():
+    runs = {rec: make(small([{"name": "sgp", "loss_recovery": rec}])) for rec in
+            ("running_sums", "none")}
+    for alg in runs.values():
+        for t in range(4):
+            alg.round(t)
+            alg.sim.end_round()
+    a, b = (r.sim.history for r in runs.values())
+    assert [h["bytes_sent"] for h in a] == [h["bytes_sent"] for h in b]
+    assert [h["messages_dropped"] for h in a] == [h["messages_dropped"] for h in b]
+    assert runs["none"].payload_bytes() == 4 * (runs["none"].bank.flat.shape[1] + 1)
+
+
+def test_graph_without_in_links_is_warned_about_once_and_stays_finite():
+    """k_out (k = 2): nodes nobody picks have no in-links; their weight only flows out and is
+    rescaled with z (exact for z / w), so every model stays finite."""
+    sc = small([{"name": "sgp"}], clients=200, **{"network.topology": {"name": "k_out", "k": 2},
+                                                 "network.links.p": 1.0, "network.loss.p": 0.0,
+                                                 "schedule.rounds": 40})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        alg = make(sc)
+    msgs = [str(w.message) for w in caught if "strongly connected" in str(w.message)]
+    assert len(msgs) == 1 and "without in-links" in msgs[0]
+    sources = int((~alg.sim.adjacency.any(axis=0)).sum())
+    assert f"leaves {sources} of 200 nodes" in msgs[0] and sources > 10
+    for t in range(40):
+        alg.round(t)
+        alg.sim.end_round()
+    assert torch.isfinite(alg.bank.flat).all() and bool((alg.w > 0).all())
+    assert alg.push_sum.rescaled > 0
