@@ -2,8 +2,17 @@
 
 Undirected graph, Metropolis–Hastings weights ``W_ij = 1 / (1 + max(deg_i, deg_j))`` on the base
 topology; ``x_i <- sum_j W_ij x_j - eta g_i(x_i)`` with the gradient at the pre-gossip point.
-When the message from j does not arrive, node i puts ``W_ij`` on itself (rows stay stochastic;
-double stochasticity and hence the exact average are lost for that round — a documented bias).
+
+Missing messages (link down, lost, refused, late), ``loss_recovery``:
+
+- ``none`` (default, the paper's algorithm): node i puts ``W_ij`` on itself. Rows stay
+  stochastic but W is no longer doubly stochastic, so the network average drifts (frozen
+  models of unit-variance values, 20 nodes, 20% loss: consensus within 100 rounds on a value
+  0.035 per coordinate, 0.13 at most, off the initial average; tests/test_push_sum.py);
+- ``running_sums``: push-sum with W as the (column-stochastic) split and running sums
+  (:mod:`netsim.runtime.pushsum`): the share of a missed message arrives with the next one on
+  that edge and the de-biased models ``z / w`` keep the exact average. Without loss it is
+  D-PSGD (w stays 1); messages carry one more float (w).
 """
 from __future__ import annotations
 
@@ -14,11 +23,21 @@ from algorithms import register
 from algorithms.gossip import Gossip
 from netsim.errors import ConfigError
 from netsim.runtime.mixing import metropolis_weights, mix as mix_rows
+from netsim.runtime.pushsum import PUSH_SUM_FIELDS, PushSum
+from netsim.schema import Field
 
 
 @register("dpsgd")
 class DPSGD(Gossip):
-    """Decentralised parallel SGD with Metropolis weights; missing weight goes to the receiver."""
+    """Decentralised parallel SGD with Metropolis weights."""
+
+    fields = {
+        **PUSH_SUM_FIELDS,
+        "loss_recovery": Field("str", "none", "none: a missing message's weight goes to the "
+                               "receiver (the paper; the average drifts); running_sums: push-sum "
+                               "with the Metropolis split and running sums (the average is kept)",
+                               choices=PUSH_SUM_FIELDS["loss_recovery"].choices),
+    }
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -28,6 +47,14 @@ class DPSGD(Gossip):
                               "an undirected topology for dpsgd (complete, ring, torus, grid, "
                               "small_world, scale_free, random_geometric)")
         self.weights = np.asarray(metropolis_weights(adj), float)
+        self.push_sum = None
+        if self.p["loss_recovery"] == "running_sums":
+            self.push_sum = PushSum.from_spec(self.n, self.p)
+            self.w = self.push_sum.fresh_weights(self.device)
+            self.z = self.push_sum.bias(self.bank.flat, self.w)
+
+    def payload_bytes(self) -> float:
+        return float(self.bank.size_bytes + (4 if self.push_sum else 0))
 
     def mixing(self, ex) -> np.ndarray:
         w = self.weights * ex.delivered
@@ -37,11 +64,28 @@ class DPSGD(Gossip):
 
     def round(self, t: int) -> None:
         ex, delta = self.step(t)
+        if self.push_sum is not None:
+            self.push_sum_round(ex, delta)
+            return
         d = self.mixing(ex)
         self.last_mixing = d
         before = self.bank.flat - delta
         mix = torch.as_tensor(d, dtype=before.dtype, device=self.device)
         self.bank.flat.copy_(mix_rows(mix, before) + delta)
+
+    def push_sum_round(self, ex, delta: torch.Tensor) -> None:
+        """``z <- W z + held shares + delta``, ``w <- W w + held``; a node that sent nothing
+        this round keeps its whole state (identity column of the split)."""
+        sent = ex.requested.any(axis=0)
+        split = np.where(sent[None, :], self.weights, np.eye(self.n))
+        self.z, self.w = self.push_sum.step([self.z, self.w], split, ex.requested, ex.delivered)
+        self.last_mixing = self.push_sum.last_mixing
+        self.z = self.z + delta
+        self.bank.flat.copy_(self.push_sum.debias(self.z, self.w, self.bank.flat.dtype))
+
+    def health(self) -> dict[str, torch.Tensor]:
+        extra = {} if self.push_sum is None else {"push-sum weight": self.w}
+        return {**super().health(), **extra}
 
     def personal_models(self) -> torch.Tensor:
         return self.bank.flat

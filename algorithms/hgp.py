@@ -19,6 +19,11 @@ E[delta_{j->i}] = delta_bar_{j->i}. Nedić-form specialisation (v2 code, ALGORIT
 
 The push-sum weight needs no adjoint: its fixed point w* = E[P] w* does not depend on lambda.
 
+Lossy links: u is not push-sum mass (a u that missed step m must not arrive at step m + 1), so
+HGP uses no running sums; with delta_bar = the on-time arrival rate (link up, not lost, not late)
+``E[C_ij] = p_bar_{i->j}`` still holds, and with running sums SGP's stationary equations keep
+P_bar, so the estimate stays unbiased (docs/papers/pdbo.md, "Lossy links").
+
 All [N, N] arrays are receiver-major like the engine's: ``delivered[i, j]`` = the message from j
 reached i; ``push[j, i] = p_{i->j}`` (column-stochastic, :func:`netsim.runtime.pushsum.push_sum_weights`).
 """

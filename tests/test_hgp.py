@@ -67,9 +67,11 @@ class Quadratic:
         adj = np.linalg.solve(self.K.T, u0.ravel()).reshape(N, D)
         return self.gamma * np.einsum("ndk,nd->nk", self.B, adj)
 
-    def run(self, weights, reps: int, seed: int, symmetric: bool = False) -> np.ndarray:
+    def run(self, weights, reps: int, seed: int, symmetric: bool = False,
+            loss: float = 0.0) -> np.ndarray:
         """``reps`` independent HGP runs (M steps each), batched; ``weights(up)`` turns the
-        realised receiver-major links ``up[r, i, j]`` (j -> i) into the receive weights C."""
+        receiver-major deliveries ``up[r, i, j]`` (j -> i: link up and, with ``loss``, the
+        message not dropped) into the receive weights C."""
         rng = np.random.default_rng(seed)
         A, B, w = torch.tensor(self.A), torch.tensor(self.B), torch.tensor(self.w)[:, None]
         u = torch.tensor(self.u0()).expand(reps, N, D).clone()
@@ -80,6 +82,8 @@ class Quadratic:
             if symmetric:
                 draw = np.triu(draw, 1) + np.swapaxes(np.triu(draw, 1), 1, 2)
             up = (draw < self.avail.T) & off
+            if loss:
+                up &= rng.random(up.shape) >= loss
             c = torch.tensor(weights(up))
             hvp = torch.einsum("nab,rnb->rna", A, u)               # H_i u_i = A_i u_i
             mixed = -torch.einsum("nab,rna->rnb", B, u)            # (d_lam grad_x f_i)^T u_i
@@ -178,6 +182,25 @@ def test_hgp_average_converges_to_exact_hypergradient_and_uncorrected_is_biased(
     ones = (problem.avail.T > 0).astype(float)
     plain = problem.run(lambda up: hgp_weights(problem.p_bar, ones, up), reps, seed=3)
     assert _rel(plain.mean(0), exact) > 10 * 4 * spread / np.sqrt(reps)
+
+
+def test_hgp_stays_unbiased_at_20_percent_loss_with_delta_bar_measured_on_arrivals(problem):
+    """u-messages are not push-sum mass (a lost u must not arrive later: the Neumann recursion
+    would mix step indices), so loss is one more way for delta_{j->i} to be 0: with delta_bar
+    the on-time arrival rate (link up and not lost, as EdgeStats measures it during SGP) the
+    1/delta_bar correction keeps E[C] = P_bar^T. The target is unchanged: with running sums
+    SGP's stationary equations use P_bar, the push weights over the realised links
+    (docs/papers/pdbo.md). Tolerance: 4 standard errors of the mean."""
+    reps, loss = 4000, 0.2
+    exact = problem.exact()
+    arrival = problem.avail.T * (1 - loss)
+    est = problem.run(lambda up: hgp_weights(problem.p_bar, arrival, up), reps, seed=5, loss=loss)
+    spread = np.sqrt(((est - est.mean(0)) ** 2).sum((1, 2)).mean()) / np.linalg.norm(exact)
+    assert _rel(est.mean(0), exact) < 4 * spread / np.sqrt(reps) < 0.04
+    # delta_bar of the links alone (loss ignored) under-weights every received u
+    links_only = problem.run(lambda up: hgp_weights(problem.p_bar, problem.avail.T, up), reps,
+                             seed=5, loss=loss)
+    assert _rel(links_only.mean(0), exact) > 3 * 4 * spread / np.sqrt(reps)
 
 
 def test_naive_srb_needs_reverse_edges_and_is_biased_on_directed_links(problem):
