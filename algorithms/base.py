@@ -19,7 +19,7 @@ from netsim.data import ClientData
 from netsim.models import BatchedModel
 from netsim.rng import Streams
 from netsim.runtime import ClientBank
-from netsim.runtime.pushsum import graph_warning
+from netsim.runtime.pushsum import GraphCheck, check_graph
 from netsim.sim.engine import ExchangeResult, Simulator, step_time_from_flops
 from netsim.sim.policy import Policy
 from netsim.schema import Field
@@ -142,14 +142,16 @@ class Algorithm:
         """Record the realised client-to-client communication graph of this round."""
         self.links_log.append(np.asarray(delivered[: self.n, : self.n], bool))
 
-    def warn_push_sum_graph(self) -> None:
-        """Warn (once per message) before the run when the graph's possible links leave
-        push-sum without consensus: nodes without in-links or several strong components."""
+    def push_sum_graph(self) -> GraphCheck:
+        """The graph of links that can ever deliver, checked for push-sum; warns (once per
+        message) before the run when it is not strongly connected."""
         reachable = (self.sim.links.availability() > 0) & self.sim.adjacency
         reachable &= self.sim.loss.probability() < 1
-        msg = graph_warning(reachable[: self.n, : self.n])
-        if msg:
-            warnings.warn(f"{self.ctx.spec['label']}: {msg}", RuntimeWarning, stacklevel=2)
+        check = check_graph(reachable[: self.n, : self.n])
+        if check.warning():
+            warnings.warn(f"{self.ctx.spec['label']}: {check.warning()}", RuntimeWarning,
+                          stacklevel=2)
+        return check
 
     @staticmethod
     def index(mask: np.ndarray, device) -> torch.Tensor:

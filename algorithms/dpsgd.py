@@ -49,7 +49,7 @@ class DPSGD(Gossip):
         self.weights = np.asarray(metropolis_weights(adj), float)
         self.push_sum = None
         if self.p["loss_recovery"] == "running_sums":
-            self.push_sum = PushSum.from_spec(self.n, self.p)
+            self.push_sum = PushSum.from_spec(self.n, self.p, self.push_sum_graph().draining)
             self.w = self.push_sum.fresh_weights(self.device)
             self.z = self.push_sum.bias(self.bank.flat, self.w)
 
@@ -80,7 +80,7 @@ class DPSGD(Gossip):
         split = np.where(sent[None, :], self.weights, np.eye(self.n))
         self.z, self.w = self.push_sum.step([self.z, self.w], split, ex.requested, ex.delivered)
         self.last_mixing = self.push_sum.last_mixing
-        self.z = self.z + delta
+        self.z = self.z + delta * self.push_sum.step_scale(self.w, delta.dtype)
         self.bank.flat.copy_(self.push_sum.debias(self.z, self.w, self.bank.flat.dtype))
 
     def health(self) -> dict[str, torch.Tensor]:

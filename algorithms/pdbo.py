@@ -107,11 +107,10 @@ class PDBOMTL(Algorithm):
         self.dx = self.model.inner_dim
         self.x0 = self.bank.flat[:, : self.dx].clone()
         self.lam = self.bank.flat[:, self.dx:].clone()
-        self.push_sum = PushSum.from_spec(self.n, self.p)
+        graph = self.push_sum_graph() if self.p["inner"] == "sgp" else None
+        self.push_sum = PushSum.from_spec(self.n, self.p, None if graph is None else graph.draining)
         self.w = self.push_sum.fresh_weights(self.device)
         self.z = self.push_sum.bias(self.x0, self.w)
-        if self.p["inner"] == "sgp":
-            self.warn_push_sum_graph()
         self.adam = _Adam(self.lam, self.p["outer_lr"], tuple(self.p["adam_betas"]))
         self.current = self.bank.flat.clone()
         self.best: tuple[float, Tensor] | None = None
@@ -215,7 +214,7 @@ class PDBOMTL(Algorithm):
                 self.z, self.w = self.push_sum.step([self.z, self.w], push, ex.link_up,
                                                     ex.delivered)
                 mixing += self.push_sum.last_mixing
-            self.z = self.z - update
+            self.z = self.z - update * self.push_sum.step_scale(self.w, update.dtype)
         if sgp:
             self.log_links(delivered)
             self.last_mixing = mixing / self.p["inner_steps"]
@@ -248,6 +247,7 @@ class PDBOMTL(Algorithm):
             return gl
         w = self.w.to(gx.dtype)
         u, v = gx / w, gl
+        w_step = torch.clamp(w, min=self.p["min_weight"])   # the step's 1/w, capped as in SGP
         p_bar, delta_bar = self.edge_statistics(stats)
         gamma = self.p["hgp_lr"] or self.inner_lr(self.p["inner_steps"])
         for _ in range(self.p["neumann_steps"]):
@@ -258,7 +258,7 @@ class PDBOMTL(Algorithm):
             c = torch.as_tensor(hgp_weights(p_bar, delta_bar, ex.delivered), dtype=u.dtype,
                                 device=self.device)
             hvp, mixed = self.products(x, u)
-            u_new, v_new = hgp_step(u, v, c, hvp, mixed, gamma, w)
+            u_new, v_new = hgp_step(u, v, c, hvp, mixed, gamma, w_step)
             keep = torch.as_tensor(done, device=self.device)[:, None]
             u, v = torch.where(keep, u_new, u), torch.where(keep, v_new, v)
         return v

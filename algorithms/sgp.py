@@ -41,11 +41,10 @@ class SGP(Gossip):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.push_sum = PushSum.from_spec(self.n, self.p)
+        graph = self.push_sum_graph() if self.p["peers"] == "all" else None
+        self.push_sum = PushSum.from_spec(self.n, self.p, None if graph is None else graph.draining)
         self.w = self.push_sum.fresh_weights(self.device)
         self.z = self.push_sum.bias(self.bank.flat, self.w)
-        if self.p["peers"] == "all":
-            self.warn_push_sum_graph()
 
     def requests(self, t: int) -> np.ndarray:
         if self.p["peers"] == "all":
@@ -63,8 +62,9 @@ class SGP(Gossip):
         z, w = self.push_sum.step([z, self.w], push_sum_weights(ex.link_up), ex.link_up,
                                   ex.delivered)
         self.last_mixing = self.push_sum.last_mixing
-        self.z = z + delta if self.p["form"] == "nedic" else z
         self.w = w
+        self.z = z + delta * self.push_sum.step_scale(w, delta.dtype) \
+            if self.p["form"] == "nedic" else z
         self.bank.flat.copy_(self.push_sum.debias(self.z, self.w, self.bank.flat.dtype))
 
     def health(self) -> dict[str, torch.Tensor]:

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from netsim import Scenario, run
-from netsim.runtime.pushsum import PushSum, push_sum_weights
+from netsim.runtime.pushsum import PushSum, check_graph, push_sum_weights
 from test_pdbo import make
 
 N = 20
@@ -170,11 +170,13 @@ def test_running_sum_messages_have_the_same_size_and_accounting():
 
 
 def test_graph_without_in_links_is_warned_about_once_and_stays_finite():
-    """k_out (k = 2): nodes nobody picks have no in-links; their weight only flows out and is
-    rescaled with z (exact for z / w), so every model stays finite."""
+    """k_out (k = 2): nodes nobody picks have no in-links; every node outside the sink
+    components only loses mass. Their weights are rescaled with z before they underflow (exact
+    for z / w), the Nedić steps' 1/w amplification is capped, and every model stays finite."""
+    rounds = 50
     sc = small([{"name": "sgp"}], clients=200, **{"network.topology": {"name": "k_out", "k": 2},
                                                  "network.links.p": 1.0, "network.loss.p": 0.0,
-                                                 "schedule.rounds": 40})
+                                                 "schedule.rounds": rounds})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         alg = make(sc)
@@ -182,8 +184,31 @@ def test_graph_without_in_links_is_warned_about_once_and_stays_finite():
     assert len(msgs) == 1 and "without in-links" in msgs[0]
     sources = int((~alg.sim.adjacency.any(axis=0)).sum())
     assert f"leaves {sources} of 200 nodes" in msgs[0] and sources > 10
-    for t in range(40):
+    for t in range(rounds):
         alg.round(t)
         alg.sim.end_round()
     assert torch.isfinite(alg.bank.flat).all() and bool((alg.w > 0).all())
     assert alg.push_sum.rescaled > 0
+    assert float(alg.w[torch.as_tensor(~alg.push_sum.draining.numpy())].min()) > 1e-3
+
+
+def test_graph_check_finds_the_components_that_drain():
+    """0 -> 1 <-> 2 -> 3 and 4 <-> 5 (closed): 0 and {1, 2} drain into the sink 3; 4, 5 keep
+    their mass."""
+    adj = np.zeros((6, 6), bool)
+    for a, b in ((0, 1), (1, 2), (2, 1), (2, 3), (4, 5), (5, 4)):
+        adj[a, b] = True
+    check = check_graph(adj)
+    assert check.components == 4 and check.without_in_links == 1
+    assert check.draining.tolist() == [True, True, True, False, False, False]
+    assert "4 strongly connected components" in check.warning()
+    ring = np.roll(np.eye(5, dtype=bool), 1, axis=1)
+    assert check_graph(ring).warning() is None and not check_graph(ring).draining.any()
+
+
+def test_step_scale_caps_the_amplification_of_a_local_step():
+    ps = PushSum(3, min_weight=0.5)
+    w = torch.tensor([[0.1], [0.5], [2.0]], dtype=torch.float64)
+    moved = ps.step_scale(w, torch.float32)[:, 0] / w[:, 0].float()     # x moves by delta * this
+    assert moved.tolist() == pytest.approx([2.0, 2.0, 0.5])
+    assert PushSum(3, min_weight=0.0).step_scale(w, torch.float32).tolist() == [[1.0]] * 3

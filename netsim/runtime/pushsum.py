@@ -25,6 +25,8 @@ loss; on the complete graph at most ``N (N - 1) (d + 1)`` floats). Messages keep
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -39,15 +41,20 @@ LOSS_RECOVERY = ("running_sums", "none")
 #: de-biased values by ~2e-5 of their scale; float64 keeps both below 1e-9.
 STATE_DTYPE = torch.float64
 
+#: A draining node's weight is rescaled to 1 (with its z) below this: far above float64's
+#: underflow, far below any weight a node that still receives mass has.
+RESCALE_BELOW = 1e-20
+
 #: The options of every push-sum algorithm (SGP, PDBO's inner SGP, D-PSGD's push-sum variant).
 PUSH_SUM_FIELDS = {
     "loss_recovery": Field("str", "running_sums", "running_sums: the mass of a lost, blocked or "
                            "late message arrives with the next message on that edge (Hadjicostis "
                            "et al. 2016); none: the papers' idealised push-sum, the mass is lost",
                            choices=LOSS_RECOVERY),
-    "min_weight": Field("float", 1e-3, "running_sums: a node whose push-sum weight falls below "
-                        "this has (z_i, w_i) rescaled together to w_i = 1 (nodes without "
-                        "in-links)", lo=0.0, hi=1.0, lo_open=True),
+    "min_weight": Field("float", 0.5, "a local step enters x_i = z_i / w_i as delta_i / "
+                        "max(w_i, min_weight): caps the 1/w_i amplification of the Nedic form at "
+                        "nodes with little mass (sparse or not strongly connected graphs); 0 = "
+                        "the exact form", lo=0.0, hi=1.0),
 }
 
 
@@ -59,44 +66,74 @@ def push_sum_weights(link_up: np.ndarray) -> np.ndarray:
     return up / up.sum(axis=0, keepdims=True)
 
 
-def graph_warning(reachable: np.ndarray) -> str | None:
-    """Why push-sum cannot reach consensus on the directed graph ``reachable[src, dst]`` (the
-    base graph's edges that can ever be up), or None: nodes without in-links only lose mass,
-    and the ratios of different strongly connected components never meet."""
+@dataclass(frozen=True)
+class GraphCheck:
+    """What the graph of possible links means for push-sum (:func:`check_graph`)."""
+
+    n: int
+    components: int            # strongly connected components
+    without_in_links: int      # nodes no link can ever reach
+    draining: np.ndarray       # bool [N]: nodes outside the sink components (those with no
+                               # way out): their mass flows on downstream and decays to 0
+
+    def warning(self) -> str | None:
+        """Why push-sum cannot reach consensus here, or None on a strongly connected graph."""
+        if self.components == 1:
+            return None
+        return (f"the graph is not strongly connected ({self.components} strongly connected "
+                f"components) and leaves {self.without_in_links} of {self.n} nodes without "
+                f"in-links: push-sum cannot reach consensus there")
+
+
+def check_graph(reachable: np.ndarray) -> GraphCheck:
+    """Strong components of the directed graph ``reachable[src, dst]`` (the base graph's edges
+    that can ever be up) and the nodes whose push-sum weight decays to 0: every node outside
+    a sink component, since all mass ends up in the components nothing leaves."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
     adj = np.asarray(reachable, bool) & ~np.eye(len(reachable), dtype=bool)
-    sources = int((~adj.any(axis=0)).sum())
-    parts, _ = connected_components(csr_matrix(adj), directed=True, connection="strong")
-    if parts == 1:
-        return None
-    return (f"the graph is not strongly connected ({parts} strongly connected components) and "
-            f"leaves {sources} of {len(adj)} nodes without in-links: push-sum cannot reach "
-            "consensus there")
+    parts, label = connected_components(csr_matrix(adj), directed=True, connection="strong")
+    src, dst = np.nonzero(adj)
+    across = label[src] != label[dst]
+    feeds = np.zeros(parts, bool)
+    feeds[label[src[across]]] = True
+    return GraphCheck(len(adj), int(parts), int((~adj.any(axis=0)).sum()), feeds[label])
 
 
 class PushSum:
     """One push-sum combination per call, for states ``[N, d_k]`` pushed together (z and w).
 
     ``recovery``: ``running_sums`` (mass of missed messages arrives later) or ``none`` (the
-    papers' idealised push-sum: mass of missed messages is lost). ``min_weight`` (running sums
-    only): a node whose weight falls below it has ``(z_i, w_i)`` rescaled together to
-    ``w_i = 1`` — exact for the ratio ``x_i = z_i / w_i``; it happens on graphs that leave nodes
-    without in-links (their mass only flows out), never on the strongly connected graphs of the
-    tests, and adds mass there (recorded in ``rescaled``).
+    papers' idealised push-sum: mass of missed messages is lost).
+
+    ``min_weight`` (:meth:`step_scale`): in the Nedić form a local step ``delta_i`` added to
+    ``z_i`` moves ``x_i`` by ``delta_i / w_i``; weights legitimately dip far below 1 on sparse
+    directed graphs (to 1e-4 on a lossy Bernoulli ring, which then recovers) and the amplified
+    steps blow the models up. The step is scaled so that it moves x_i by at most ``delta_i /
+    min_weight``; ``z`` and ``w`` themselves stay exact.
+
+    ``draining`` (``GraphCheck.draining``): on a graph that is not strongly connected, the nodes
+    outside the sink components, whose weight decays geometrically to 0 (as (k + 1)^-t for a
+    node without in-links and k out-links). Before it underflows (below :data:`RESCALE_BELOW`)
+    such a node's ``(z_i, w_i)`` are rescaled together to ``w_i = 1``: exact for its ratio
+    ``x_i = z_i / w_i``; the added mass is counted in ``rescaled``. Strongly connected graphs
+    have no draining node.
     """
 
-    def __init__(self, n: int, recovery: str = "running_sums", min_weight: float = 1e-3):
+    def __init__(self, n: int, recovery: str = "running_sums", min_weight: float = 0.5,
+                 draining: np.ndarray | None = None):
         self.n, self.recovery, self.min_weight = n, recovery, min_weight
+        self.draining = None if draining is None or not np.any(draining) else \
+            torch.as_tensor(np.asarray(draining, bool))
         self.last_mixing = np.eye(n)
         self.rescaled = 0
         self.reset()
 
     @classmethod
-    def from_spec(cls, n: int, spec: dict) -> "PushSum":
+    def from_spec(cls, n: int, spec: dict, draining: np.ndarray | None = None) -> "PushSum":
         """From an algorithm spec validated against :data:`PUSH_SUM_FIELDS`."""
-        return cls(n, spec["loss_recovery"], spec["min_weight"])
+        return cls(n, spec["loss_recovery"], spec["min_weight"], draining)
 
     def fresh_weights(self, device: torch.device | str = "cpu") -> Tensor:
         """Initial push-sum weights ``w = 1``, ``[N, 1]`` in :data:`STATE_DTYPE`."""
@@ -111,6 +148,13 @@ class PushSum:
     def bias(x: Tensor, w: Tensor) -> Tensor:
         """The push-sum state ``z = x w`` of models ``x``, in :data:`STATE_DTYPE`."""
         return x.to(STATE_DTYPE) * w
+
+    def step_scale(self, w: Tensor, dtype: torch.dtype) -> Tensor:
+        """``min(1, w_i / min_weight)`` per node, ``[N, 1]``: the factor on a Nedić-form local
+        step so that it moves ``x_i`` by at most ``delta_i / min_weight``."""
+        if self.min_weight <= 0:
+            return torch.ones_like(w, dtype=dtype)
+        return torch.clamp(w / self.min_weight, max=1.0).to(dtype)
 
     def reset(self) -> None:
         """Forget the mass in flight (a new push-sum run from fresh states)."""
@@ -150,8 +194,10 @@ class PushSum:
             keep = ~arrive
         nd, ns = np.nonzero(pushed & ~delivered)
         self._hold(states, split[nd, ns], nd * n + ns, ns, keep)
+        if self.draining is None:
+            return out
         w = out[-1]
-        low = (w < self.min_weight).squeeze(1)
+        low = (w < RESCALE_BELOW).squeeze(1) & self.draining.to(w.device)
         if bool(low.any()):
             scale = torch.where(low[:, None], 1.0 / w, torch.ones_like(w))
             out = [o * scale for o in out]
