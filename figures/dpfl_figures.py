@@ -24,7 +24,7 @@ from netsim.analysis.graphs import link_share
 from netsim.analysis.metrics import asymmetry
 from netsim.analysis.report import client_table
 from netsim.plot.curves import final_client_stats, plot_scatter
-from netsim.plot.style import COLUMN, PAGE, colours, new_figure, save, styled
+from netsim.plot.style import COLUMN, PAGE, looks, new_figure, save, styled
 
 
 def graph_runs(res: Results) -> dict[str, dict[int, dict[str, np.ndarray]]]:
@@ -81,10 +81,10 @@ def plot_graph(g: dict[str, np.ndarray], order: np.ndarray, title: str, path: Pa
 @styled
 def plot_lines(curves: dict[str, tuple[np.ndarray, np.ndarray]], ylabel: str, path: Path,
                pdf: bool) -> list[Path]:
-    look = colours(list(curves))
+    look = looks(list(curves))
     fig, ax = new_figure(COLUMN, 2.4)
     for label, (x, y) in curves.items():
-        ax.plot(x, y, label=label, color=look[label][0], linestyle=look[label][1], marker=".")
+        ax.plot(x, y, label=label, **look[label].line(len(x)))
     ax.set_xlabel("round")
     ax.set_ylabel(ylabel)
     ax.legend()

@@ -41,7 +41,7 @@ def test_every_kind_renders(folder, written):
     expected = {"accuracy_vs_rounds", "accuracy_vs_time", "accuracy_vs_bytes",
                 "accuracy_vs_variance", "asymmetry_sparsity", "group_shares", "partition",
                 *(f"collab_{a}_seed0" for a in ALGS), *(f"graph_{a}_seed0" for a in ALGS),
-                *(f"timeline_{a}_seed0" for a in ALGS)}
+                *(f"timeline_{a}_seed0" for a in ALGS), "links_sgp_seed0"}
     assert names == {f"{stem}.png" for stem in expected}
     for p in written:
         assert p.parent == folder / "figures"
@@ -161,7 +161,7 @@ def test_robustness_curves_from_several_results_folders(tmp_path):
 
 def test_cli_figures_pdf_only_and_bad_kind(folder, capsys):
     assert set(KINDS) == {"accuracy", "collab", "graph", "scatter", "asymmetry", "groups",
-                          "timeline", "partition"}
+                          "timeline", "links", "partition"}
     assert main(["figures", str(folder), "--pdf", "--only", "scatter"]) == 0
     out = [folder / "figures" / p.rsplit("/", 1)[1] for p in capsys.readouterr().out.split()]
     assert [p.name for p in out] == ["accuracy_vs_variance.png", "accuracy_vs_variance.pdf"]

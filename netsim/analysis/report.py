@@ -312,7 +312,7 @@ def robustness_table(folders, param: str, metric: str = "mean_accuracy") -> pd.D
     """Tidy table for :func:`netsim.plot.plot_robustness` from several results folders that
     differ in one scenario value: columns ``param`` (named by the dotted path, read from each
     config.yaml), ``algorithm``, ``mean``, ``ci_low``, ``ci_high`` (95% Student-t over the seeds
-    of summary.json's ``per_seed`` values of ``metric``), ``n_seeds``."""
+    of summary.json's ``per_seed`` values of ``metric``), ``n_seeds``, ``diverged`` (seeds)."""
     rows = []
     for folder in folders:
         res = _results(folder)
@@ -321,12 +321,13 @@ def robustness_table(folders, param: str, metric: str = "mean_accuracy") -> pd.D
             vals = [_num(v.get(metric)) for v in s["per_seed"].values()]
             mean, lo, hi = mean_ci(vals)
             rows.append({param: x, "algorithm": alg, "mean": mean, "ci_low": lo, "ci_high": hi,
-                         "n_seeds": len(vals)})
+                         "n_seeds": len(vals), "diverged": len(s.get("diverged", []))})
     return pd.DataFrame(rows)
 
 
-def format_table(analysis: dict) -> str:
-    """Metrics as rows, algorithms as columns: the mean over seeds (3 significant digits)."""
+def format_table(analysis: dict, width: int | None = 100) -> str:
+    """Metrics as rows, algorithms as columns: the mean over seeds (3 significant digits); the
+    algorithm columns are split into blocks of at most ``width`` characters (None: one block)."""
     algs = analysis["algorithms"]
     names = list(algs)
     extra = sorted({k for a in algs.values() for k in a["mean"] if k.startswith("share_")})
@@ -336,10 +337,20 @@ def format_table(analysis: dict) -> str:
         if not all(isinstance(v, float) and math.isnan(v) for v in vals):
             rows.append((key, vals))
     first = max(len(k) for k, _ in rows) + 2 if rows else 10
-    width = max(10, *(len(n) + 2 for n in names))
-    head = f"{'metric':<{first}}" + "".join(f"{n:>{width}}" for n in names)
-    lines = [head, "-" * len(head)]
-    lines += [f"{k:<{first}}" + "".join(f"{_fmt(v):>{width}}" for v in vals) for k, vals in rows]
+    cols = [max(11, len(n) + 2) for n in names]
+    blocks, used = [[]], first
+    for k, c in enumerate(cols):
+        if blocks[-1] and width is not None and used + c > width:
+            blocks.append([])
+            used = first
+        blocks[-1].append(k)
+        used += c
+    lines = []
+    for block in blocks:
+        head = f"{'metric':<{first}}" + "".join(f"{names[k]:>{cols[k]}}" for k in block)
+        lines += ([""] if lines else []) + [head, "-" * len(head)]
+        lines += [f"{key:<{first}}" + "".join(f"{_fmt(vals[k]):>{cols[k]}}" for k in block)
+                  for key, vals in rows]
     seeds = sorted({len(a["seeds"]) for a in algs.values()})
     lines.append(f"(mean over {'/'.join(map(str, seeds))} seed(s); threshold "
                  f"{analysis['threshold']}; '-' = not applicable)")

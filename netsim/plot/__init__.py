@@ -9,6 +9,8 @@ Kinds written by :func:`write_run_figures` (``netsim figures RESULTS --only KIND
 - ``asymmetry``: asymmetry and sparsity of the collaboration graph over rounds
 - ``groups``: share of links between client groups over rounds (when clients.csv has groups)
 - ``timeline``: per-node events of one round (when traces were recorded)
+- ``links``: which directed links delivered in every round (the first algorithm and seed that
+  communicated peer to peer)
 - ``partition``: training samples per class and client
 
 (``collab``, ``graph`` and ``timeline``: each algorithm's first seed.)
@@ -25,8 +27,10 @@ import numpy as np
 
 from netsim.analysis.report import (accuracy_curves, client_table, has_arrays, rebuild_data,
                                     runs, series_by_algorithm)
-from netsim.plot.curves import final_client_stats, plot_accuracy, plot_scatter, plot_series
+from netsim.plot.curves import (draw_accuracy, final_client_stats, plot_accuracy, plot_scatter,
+                                plot_series)
 from netsim.plot.digraph import plot_digraph
+from netsim.plot.links import plot_links
 from netsim.plot.matrices import plot_collaboration, plot_collaboration_grid
 from netsim.plot.partition import draw_partition, plot_partition
 from netsim.plot.robustness import plot_robustness
@@ -34,9 +38,10 @@ from netsim.plot.timeline import plot_timeline
 from netsim.results import Results
 from netsim.sim.trace import read_trace
 
-__all__ = ["KINDS", "draw_partition", "node_labels", "plot_accuracy", "plot_collaboration",
-           "plot_collaboration_grid", "plot_digraph", "plot_partition", "plot_robustness",
-           "plot_scatter", "plot_series", "plot_timeline", "write_run_figures"]
+__all__ = ["KINDS", "draw_accuracy", "draw_partition", "legend_names", "node_labels",
+           "plot_accuracy", "plot_collaboration", "plot_collaboration_grid", "plot_digraph",
+           "plot_links", "plot_partition", "plot_robustness", "plot_scatter", "plot_series",
+           "plot_timeline", "write_run_figures"]
 
 
 def _order(res: Results) -> list[str]:
@@ -52,11 +57,17 @@ def _first_seeds(res: Results, kind: str) -> list[tuple[str, int]]:
     return list(out.items())
 
 
+def legend_names(res: Results) -> dict[str, str]:
+    """Legend label per algorithm: ``name (diverged)`` for one with a diverged seed."""
+    summary = res.summary["algorithms"] if (res.dir / "summary.json").is_file() else {}
+    return {alg: f"{alg} (diverged)" if s.get("diverged") else alg for alg, s in summary.items()}
+
+
 def _accuracy(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
-    curves, order = accuracy_curves(res), _order(res)
+    curves, order, names = accuracy_curves(res), _order(res), legend_names(res)
     out = []
     for x, name in (("round", "rounds"), ("sim_time", "time"), ("bytes", "bytes")):
-        out += plot_accuracy(curves, fig_dir / f"accuracy_vs_{name}.png", x, pdf, order)
+        out += plot_accuracy(curves, fig_dir / f"accuracy_vs_{name}.png", x, pdf, order, names)
     return out
 
 
@@ -132,6 +143,15 @@ def _timeline(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
     return out
 
 
+def _links(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
+    """The link raster of the first (algorithm, seed) with ``links`` arrays."""
+    first = _first_seeds(res, "links")[:1]
+    return [p for alg, seed in first
+            for p in plot_links(res.arrays("links", alg, seed)["delivered"],
+                                fig_dir / f"links_{alg}_seed{seed}.png", client_table(res, seed)[0],
+                                f"{alg} (seed {seed}): delivered messages per link", pdf)]
+
+
 def _partition(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
     """From ``data`` (ClientData), else rebuilt from config.yaml, else the clients' training-set
     sizes in clients.csv."""
@@ -146,7 +166,8 @@ def _partition(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
 
 FIGURES: dict[str, Callable[[Results, Path, bool, object], list[Path]]] = {
     "accuracy": _accuracy, "collab": _collab, "graph": _graph, "scatter": _scatter,
-    "asymmetry": _asymmetry, "groups": _groups, "timeline": _timeline, "partition": _partition}
+    "asymmetry": _asymmetry, "groups": _groups, "timeline": _timeline, "links": _links,
+    "partition": _partition}
 KINDS = tuple(FIGURES)
 
 

@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 
 from netsim.analysis.stats import mean_ci
-from netsim.plot.style import COLUMN, colours, new_figure, save, styled
+from netsim.plot.style import COLUMN, clamp, looks, metric_axis, new_figure, save, styled
 
 X_LABELS = {"round": "round", "sim_time": "simulated time [s]",
             "bytes": "bytes sent by all nodes [MB]"}
+MAX_BANDS = 8          # confidence bands drawn up to this many series (beyond: lines only)
 
 
 def seed_bands(df: pd.DataFrame, keys: list[str], value: str,
@@ -35,35 +36,46 @@ def _legend(fig, ax, n: int) -> None:
                    ncol=min(n, 4))
 
 
-def _value_axis(value: str) -> tuple[float, str]:
-    return (100.0, "accuracy [%]") if value == "accuracy" else (1.0, value)
+def band(ax, x, lo, hi, colour: str, limits: tuple[float, float] | None,
+         alpha: float = 0.2) -> None:
+    """A confidence band from ``lo`` to ``hi``, clipped to the metric's ``limits``."""
+    if limits is not None:
+        lo, hi = np.clip(lo, *limits), np.clip(hi, *limits)
+    ax.fill_between(x, lo, hi, color=colour, alpha=alpha, lw=0)
 
 
-@styled
-def plot_accuracy(curves: pd.DataFrame, path: str | Path, x: str = "round", pdf: bool = False,
-                  order: list[str] | None = None) -> list[Path]:
-    """Mean client test accuracy (loss for regression) vs ``x`` (``round``, ``sim_time`` or
-    ``bytes``), one line per algorithm, from :func:`netsim.analysis.report.accuracy_curves`;
-    x of a point is the mean over seeds of its simulated time / cumulative bytes."""
+def draw_accuracy(ax, curves: pd.DataFrame, x: str = "round", order: list[str] | None = None,
+                  names: dict[str, str] | None = None) -> None:
+    """Draw the curves of :func:`plot_accuracy` on ``ax`` (for multi-panel figures)."""
     order = order or list(dict.fromkeys(curves["algorithm"]))
-    scale, label = _value_axis(curves.attrs.get("value", "accuracy"))
-    look = colours(order)
-    fig, ax = new_figure(COLUMN, 2.9)
+    scale, label, limits = metric_axis(curves.attrs.get("value", "accuracy"))
+    look = looks(order)
     for alg in order:
         b = seed_bands(curves[curves["algorithm"] == alg], ["round"], "value",
                        ("sim_time", "bytes"))
         if b.empty:
             continue
         xs = b[x] / 1e6 if x == "bytes" else b[x]
-        colour, ls = look[alg]
-        ax.plot(xs, b["mean"] * scale, color=colour, ls=ls, label=alg)
-        if b["n"].max() > 1:
-            lo, hi = b["lo"] * scale, b["hi"] * scale
-            if scale == 100.0:                       # an accuracy band stays within [0, 100] %
-                lo, hi = lo.clip(0, 100), hi.clip(0, 100)
-            ax.fill_between(xs, lo, hi, color=colour, alpha=0.2, lw=0)
+        ax.plot(xs, b["mean"] * scale, label=(names or {}).get(alg, alg), **look[alg].line(len(b)))
+        if b["n"].max() > 1 and len(order) <= MAX_BANDS:
+            band(ax, xs, b["lo"] * scale, b["hi"] * scale, look[alg].colour, limits)
     ax.set_xlabel(X_LABELS[x])
     ax.set_ylabel(f"{curves.attrs.get('stat', 'mean')} test {label}")
+    clamp(ax, limits)
+
+
+@styled
+def plot_accuracy(curves: pd.DataFrame, path: str | Path, x: str = "round", pdf: bool = False,
+                  order: list[str] | None = None,
+                  names: dict[str, str] | None = None) -> list[Path]:
+    """Mean client test accuracy (loss for regression) vs ``x`` (``round``, ``sim_time`` or
+    ``bytes``), one line per algorithm, from :func:`netsim.analysis.report.accuracy_curves`;
+    x of a point is the mean over seeds of its simulated time / cumulative bytes; 95% CI bands
+    over seeds up to MAX_BANDS algorithms. ``names`` maps algorithms to legend labels (e.g.
+    ``sgp (diverged)``)."""
+    order = order or list(dict.fromkeys(curves["algorithm"]))
+    fig, ax = new_figure(COLUMN, 2.9)
+    draw_accuracy(ax, curves, x, order, names)
     _legend(fig, ax, len(order))
     return save(fig, path, pdf)
 
@@ -86,8 +98,8 @@ def plot_scatter(final: pd.DataFrame, path: str | Path, pdf: bool = False,
     """Mean accuracy vs variance of the accuracy across clients, one point per algorithm with
     95% CI error bars over seeds (DPFL Fig. 1): lower right is better."""
     order = order or list(dict.fromkeys(final["algorithm"]))
-    scale, label = _value_axis(final.attrs.get("value", "accuracy"))
-    look = colours(order)
+    scale, label, limits = metric_axis(final.attrs.get("value", "accuracy"))
+    look = looks(order)
     fig, ax = new_figure(COLUMN, 2.6)
     for alg in order:
         g = final[final["algorithm"] == alg]
@@ -96,12 +108,17 @@ def plot_scatter(final: pd.DataFrame, path: str | Path, pdf: bool = False,
         mx, lx, hx = (v * scale for v in mean_ci(g["mean"]))
         my, ly, hy = (v * scale ** 2 for v in mean_ci(g["variance"]))
         ly = max(ly, 0.0)                                # a variance is never negative
+        if limits is not None:                           # a mean accuracy stays within [0, 100] %
+            lx, hx = max(lx, limits[0]), min(hx, limits[1])
         ax.errorbar([mx], [my], xerr=[[mx - lx], [hx - mx]], yerr=[[my - ly], [hy - my]],
-                    fmt="o", color=look[alg][0], capsize=2, label=alg)
+                    fmt=look[alg].marker, color=look[alg].colour, capsize=2, label=alg)
         ax.annotate(alg, (mx, my), xytext=(3, 3), textcoords="offset points", fontsize=6)
     unit = " [%²]" if scale != 1 else ""
     ax.set_xlabel(f"mean test {label}")
     ax.set_ylabel(f"variance across clients{unit}")
+    if limits is not None:
+        lo, hi = ax.get_xlim()
+        ax.set_xlim(max(lo, limits[0]), min(hi, limits[1]))
     return save(fig, path, pdf)
 
 
@@ -124,7 +141,7 @@ def plot_series(series: dict[str, list[pd.DataFrame]], columns: list[str], path:
                 pdf: bool = False) -> list[Path]:
     """Graph metrics over rounds (one panel per column of
     :func:`netsim.analysis.report.graph_series`), one line per algorithm, band over seeds."""
-    look = colours(list(series))
+    look = looks(list(series))
     fig, axes = new_figure(COLUMN, 0.3 + 1.5 * len(columns), len(columns), 1, sharex=True,
                            squeeze=False)
     for ax, col in zip(axes[:, 0], columns):
@@ -132,13 +149,12 @@ def plot_series(series: dict[str, list[pd.DataFrame]], columns: list[str], path:
         for alg, frames in series.items():
             df = pd.concat([f.assign(seed=k) for k, f in enumerate(frames)])
             b = seed_bands(df, ["round"], col)
-            colour, ls = look[alg]
-            ax.plot(b["round"], b["mean"] * scale, color=colour, ls=ls, marker=".", label=alg)
-            if b["n"].max() > 1:
-                ax.fill_between(b["round"], (b["lo"] * scale).clip(0, 100),
-                                (b["hi"] * scale).clip(0, 100), color=colour,
-                                alpha=0.2, lw=0)
+            ax.plot(b["round"], b["mean"] * scale, label=alg, **look[alg].line(len(b)))
+            if b["n"].max() > 1 and len(series) <= MAX_BANDS:
+                band(ax, b["round"], b["lo"] * scale, b["hi"] * scale, look[alg].colour,
+                     (0.0, 100.0))
         ax.set_ylabel(ylabel)
+        clamp(ax, (0.0, 100.0))
     axes[-1, 0].set_xlabel("round")
     _legend(fig, axes[0, 0], len(series))
     return save(fig, path, pdf)

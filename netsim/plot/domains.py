@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from netsim.plot.style import COLUMN, colours, new_figure, save, styled
+from netsim.plot.style import COLUMN, looks, new_figure, save, styled
 
 
 def ema(values: np.ndarray, smoothing: float) -> np.ndarray:
@@ -26,11 +26,11 @@ def plot_domain_weights(W: np.ndarray, rounds: np.ndarray, client: int, path: st
     n = W.shape[1]
     names = names or [f"client {j}" for j in range(n)]
     others = [j for j in range(n) if j != client]
-    look = colours([names[j] for j in others])
+    look = looks([names[j] for j in others])
     fig, ax = new_figure(COLUMN, 2.6)
     for j in others:
-        colour, ls = look[names[j]]
-        ax.plot(rounds, ema(W[:, client, j], smoothing), color=colour, ls=ls, label=names[j])
+        ax.plot(rounds, ema(W[:, client, j], smoothing), label=names[j],
+                **look[names[j]].line(len(rounds)))
     ax.set_xlabel("round")
     ax.set_ylabel(f"weight given by {names[client]}")
     ax.set_title(title or f"domain weights of {names[client]}")

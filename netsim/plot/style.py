@@ -1,5 +1,5 @@
 """One style for every figure: column-width sizes, readable fonts, the Okabe–Ito colour-blind-safe
-palette, PNG plus vector PDF.
+palette with a marker and a dash per series, one unit per metric, PNG plus vector PDF.
 
 Figures are built on ``matplotlib.figure.Figure`` with the Agg canvas (no pyplot state), inside
 :data:`RC` (see :func:`styled`).
@@ -7,6 +7,7 @@ Figures are built on ``matplotlib.figure.Figure`` with the Agg canvas (no pyplot
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -17,9 +18,11 @@ from matplotlib.figure import Figure
 # (yellow last: the weakest on white)
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000",
              "#F0E442")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")    # 7 markers: coprime with the 8 colours
 LINESTYLES = ("-", "--", ":", "-.")
-COLUMN = 3.4                     # inches: one column of a two-column paper
+COLUMN = 3.4                     # inches: one column of a two-column paper (IEEE, ACM, Elsevier)
 PAGE = 7.0                       # inches: full text width
+MARKS_PER_LINE = 10              # at most this many markers along one curve
 DPI = 200
 
 RC = {
@@ -50,12 +53,45 @@ def new_figure(width: float = COLUMN, height: float = 2.4, nrows: int = 1, ncols
     return fig, fig.subplots(nrows, ncols, **kw)
 
 
-def colours(labels) -> dict[str, tuple[str, str]]:
-    """A fixed (colour, line style) per label, in the given order: same algorithm, same look in
-    every figure of a folder."""
+@dataclass(frozen=True)
+class Look:
+    """How one series is drawn: colour, marker and dash."""
+
+    colour: str
+    marker: str
+    dash: str
+
+    def line(self, points: int = 1) -> dict:
+        """``Axes.plot`` keywords, with at most MARKS_PER_LINE markers over ``points`` points."""
+        return {"color": self.colour, "marker": self.marker, "ls": self.dash,
+                "markevery": max(1, -(-points // MARKS_PER_LINE))}
+
+
+def looks(labels) -> dict[str, Look]:
+    """A fixed look per label, in the given order (same algorithm, same look in every figure of
+    a folder): label k gets colour k mod 8, marker k mod 7 and dash k div 8, so no two of the
+    first 56 labels share colour and marker, and neighbours differ in both."""
     n = len(OKABE_ITO)
-    return {lab: (OKABE_ITO[k % n], LINESTYLES[k // n % len(LINESTYLES)])
-            for k, lab in enumerate(labels)}
+    return {lab: Look(OKABE_ITO[k % n], MARKERS[k % len(MARKERS)],
+                      LINESTYLES[k // n % len(LINESTYLES)]) for k, lab in enumerate(labels)}
+
+
+def metric_axis(metric: str) -> tuple[float, str, tuple[float, float] | None]:
+    """(scale, axis label, limits) of a metric: accuracies and shares of clients in percent within
+    [0, 100] (the one unit for accuracy in every figure), anything else as it is."""
+    if metric.endswith("accuracy"):
+        words = metric.replace("_", " ").replace("bottom10", "bottom-10%")
+        return 100.0, f"{words} [%]", (0.0, 100.0)
+    if metric == "improved_over_local":
+        return 100.0, "clients beating Local [%]", (0.0, 100.0)
+    return 1.0, metric.replace("_", " "), None
+
+
+def clamp(ax, limits: tuple[float, float] | None) -> None:
+    """Keep the y axis of ``ax`` within ``limits`` (autoscaling margins would pass them)."""
+    if limits is not None:
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(max(lo, limits[0]), min(hi, limits[1]))
 
 
 def save(fig: Figure, path: str | Path, pdf: bool = False) -> list[Path]:
