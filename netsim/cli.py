@@ -45,7 +45,7 @@ def cmd_run(args) -> int:
 
     scenario = _scenario(args)
     scenario.resolve()                      # fail before anything runs
-    run(scenario, seeds=args.seeds, out=args.out)
+    run(scenario, seeds=args.seeds, out=args.out, quiet=args.quiet, verbose=args.verbose)
     return 0
 
 
@@ -104,7 +104,7 @@ def cmd_analyze(args) -> int:
     from netsim.analysis import analyze, export_graphml, format_table, write_analysis
 
     analysis = analyze(args.results, threshold=args.threshold, target=args.target)
-    print(format_table(analysis))
+    print(format_table(analysis, width=None if args.wide else 100))
     for path in write_analysis(args.results, analysis):
         print(path)
     graphs = export_graphml(args.results, threshold=args.threshold)
@@ -140,6 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
     scenario_args(r)
     r.add_argument("--seeds", type=int, nargs="+", help="run these seeds (default: the scenario's)")
     r.add_argument("--out", help="results root (default: outputs.dir); results go to OUT/<name>/")
+    loud = r.add_mutually_exclusive_group()
+    loud.add_argument("-q", "--quiet", action="store_true",
+                      help="print nothing but warnings and errors")
+    loud.add_argument("-v", "--verbose", action="store_true",
+                      help="also a line per finished algorithm and seed")
     r.set_defaults(func=cmd_run)
 
     v = sub.add_parser("validate", help="check a scenario; nothing is run")
@@ -156,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("results")
     f.add_argument("--pdf", action="store_true", help="also write vector PDF files")
     f.add_argument("--only", metavar="KIND", help="write one figure kind only: accuracy, collab, "
-                   "graph, scatter, asymmetry, groups, timeline or partition")
+                   "graph, scatter, asymmetry, groups, timeline, links or partition")
     f.set_defaults(func=cmd_figures)
 
     sw = sub.add_parser("sweep", help="run (or resume) a robustness study: a grid of runs")
@@ -184,6 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="collaboration edge j -> i where W[i, j] > T (default 0)")
     a.add_argument("--target", type=float,
                    help="report the simulated time to this mean test accuracy (e.g. 0.8)")
+    a.add_argument("--wide", action="store_true",
+                   help="one table row per metric with every algorithm (default: blocks that "
+                   "fit 100 columns)")
     a.set_defaults(func=cmd_analyze)
     return p
 

@@ -234,3 +234,10 @@ class Scenario:
     @property
     def name(self) -> str:
         return str(self.raw["name"])
+
+    def __repr__(self) -> str:
+        algs = [a if isinstance(a, str) else a.get("label") or a.get("name")
+                for a in self.raw.get("algorithms") or []]
+        where = f", from '{self.path}'" if self.path else ""
+        return (f"Scenario({self.name!r}: {self.raw.get('clients')} clients, "
+                f"algorithms {algs}{where})")

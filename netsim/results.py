@@ -109,6 +109,20 @@ class Results:
     def summary(self) -> dict:
         return json.loads((self.dir / "summary.json").read_text())
 
+    @property
+    def summary_frame(self):
+        """summary.json as a pandas DataFrame: one row per algorithm (index), its mean-over-seeds
+        values as columns, ``diverged`` = number of diverged seeds."""
+        import pandas as pd
+        rows = {alg: {**{k: v for k, v in s.items() if k not in ("per_seed", "seeds", "diverged")},
+                      "seeds": len(s["seeds"]), "diverged": len(s.get("diverged", []))}
+                for alg, s in self.summary["algorithms"].items()}
+        return pd.DataFrame.from_dict(rows, orient="index").rename_axis("algorithm")
+
+    def __repr__(self) -> str:
+        algs = list(self.summary["algorithms"]) if (self.dir / "summary.json").is_file() else []
+        return f"Results('{self.dir}': {len(algs)} algorithms: {', '.join(algs)})"
+
     def table(self, name: str):
         """A CSV of the folder (``metrics``, ``network``, ``clients``) as a pandas DataFrame."""
         import pandas as pd

@@ -15,6 +15,7 @@ import numpy as np
 
 import netsim
 from netsim.config import Scenario
+from netsim.progress import Progress
 from netsim.results import Results, ResultsWriter
 from netsim.rng import Streams
 
@@ -63,7 +64,7 @@ class Recorder:
 
     def advance(self) -> None:
         if self.progress is not None:
-            self.progress.update(1)
+            self.progress.advance()
 
     def finish(self, alg) -> None:
         if self.collab:
@@ -147,8 +148,11 @@ def print_table(summary: dict, stream=None) -> None:
 
 
 def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
-        out: str | Path | None = None, quiet: bool = False) -> Results:
-    """Validate and run a scenario for each seed; return the results folder read back."""
+        out: str | Path | None = None, quiet: bool = False, verbose: bool = False) -> Results:
+    """Validate and run a scenario for each seed; return the results folder read back.
+
+    Progress (netsim.progress) and notes go to stderr, the summary table to stdout; ``quiet``
+    prints neither (warnings only), ``verbose`` adds a line per finished (algorithm, seed)."""
     from algorithms import ALGORITHMS
     from algorithms.base import Context, Diverged
     from netsim.data import build_client_data
@@ -162,11 +166,16 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
     writer = ResultsWriter(out or cfg["outputs"]["dir"], cfg)
     device = resolve_device(cfg["device"])
     per_run: dict[str, dict[int, dict]] = {a["label"]: {} for a in cfg["algorithms"]}
-    total = len(seeds) * len(cfg["algorithms"]) * cfg["schedule"]["rounds"]
     progress = None
     if cfg["outputs"]["progress"] and not quiet:
-        from tqdm import tqdm
-        progress = tqdm(total=total, desc=cfg["name"], unit="round", leave=False)
+        progress = Progress(cfg["name"], list(per_run), seeds, cfg["schedule"]["rounds"])
+
+    def note(text: str) -> None:
+        """A line on stderr (through the progress display when there is one)."""
+        if progress is not None:
+            progress.note(text)
+        else:
+            print(text, file=sys.stderr, flush=True)
     try:
         for seed in seeds:
             streams = Streams(seed, cfg["stream_seeds"])
@@ -179,7 +188,7 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
             for spec in cfg["algorithms"]:
                 label = spec["label"]
                 if progress is not None:
-                    progress.set_postfix_str(f"{label} seed {seed}")
+                    progress.start(label, seed)
                 rec = Recorder(writer, label, seed, data, progress)
                 ctx = Context(cfg, spec, seed, streams, data, model, device, rec)
                 start = time.perf_counter()
@@ -189,8 +198,10 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
                     outcome = {"test": rec.final["test"]}
                 except Diverged as err:
                     outcome = {"diverged": err.record(seed)}
-                    print(f"{label} seed {seed}: {err}; its results so far are kept, the run "
-                          "goes on with the next algorithm", file=sys.stderr)
+                    if progress is not None:
+                        progress.skip()
+                    note(f"{label} seed {seed}: {err}; its results so far are kept, the run "
+                         "goes on with the next algorithm")
                 wall = time.perf_counter() - start
                 rec.finish(alg)
                 hist = alg.sim.history
@@ -201,6 +212,9 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
                             "messages_dropped": int(sum(h["messages_dropped"] for h in hist)),
                             "sim_time": float(alg.sim.now), "wall_time": wall,
                             "engine_share": alg.sim.wall_time / wall}}
+                if verbose and "test" in outcome:
+                    note(f"{label} seed {seed}: mean test {outcome['test'].mean():.4f}, "
+                         f"{alg.sim.now:.2f} simulated s, {wall:.1f} s")
                 done = {k: v for k, v in per_run.items() if v}
                 writer.write_summary(summarise(done, cfg))
     finally:
@@ -211,7 +225,12 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
     writer.write_summary(summary)
     if cfg["outputs"]["figures"]:
         from netsim.plot import write_run_figures
-        write_run_figures(writer.dir, data, pdf=cfg["outputs"]["pdf"])
+        if not quiet:
+            note(f"writing figures to {writer.dir / 'figures'} ...")
+        start = time.perf_counter()
+        paths = write_run_figures(writer.dir, data, pdf=cfg["outputs"]["pdf"])
+        if not quiet:
+            note(f"{len(paths)} figures written in {time.perf_counter() - start:.1f} s")
     if not quiet:
         print_table(summary)
         print(f"results: {writer.dir}")

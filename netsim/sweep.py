@@ -298,7 +298,7 @@ def aggregate(root: Path, sweep: Sweep, cells: list[Cell]):
 
         for m in sweep.spec["metrics"]:
             curve = pd.DataFrame({sweep.x: cells_df["x"], "algorithm": cells_df["algorithm"],
-                                  "panel": cells_df["panel"],
+                                  "panel": cells_df["panel"], "diverged": cells_df["diverged"],
                                   "mean": cells_df[m], "ci_low": cells_df[f"{m}_ci_low"],
                                   "ci_high": cells_df[f"{m}_ci_high"]})
             plot_robustness(curve, sweep.x, m, root / "figures" / f"robustness_{m}.png", pdf=True,

@@ -13,11 +13,13 @@ from netsim.network.latency import (JITTER, LATENCY_FIELDS, LatencyModel, make_l
                                     validate_latency)
 from netsim.network.links import LINKS, LinkModel, make_links, validate_links
 from netsim.network.loss import LOSS_FIELDS, LossModel, make_loss, validate_loss
+from netsim.network.trace_links import TraceLinks, read_link_trace
 
 __all__ = [
     "COMPUTE_FIELDS", "SPEEDS", "STRAGGLER_FIELDS", "ComputeModel", "make_compute",
     "validate_compute", "CHURN_FIELDS", "CRASH_FIELDS", "FAILURE_FIELDS", "SCRIPTED_FIELDS",
     "FailureModel", "make_failures", "validate_failures", "JITTER", "LATENCY_FIELDS",
     "LatencyModel", "make_latency", "validate_latency", "LINKS", "LinkModel", "make_links",
-    "validate_links", "LOSS_FIELDS", "LossModel", "make_loss", "validate_loss",
+    "validate_links", "LOSS_FIELDS", "LossModel", "make_loss", "validate_loss", "TraceLinks",
+    "read_link_trace",
 ]

@@ -1,8 +1,11 @@
 """Link models: which directed edges of the base graph are up at a step (time-varying links).
 
 ``LINKS`` holds ``always`` (static graph), ``bernoulli`` (independent per edge and step with
-probability p_ij, p_ij optionally drawn once from U[lo, hi] as in PDBO) and ``gilbert_elliott``
-(bursty continuous-time on/off Markov chain per directed edge).
+probability p_ij, p_ij optionally drawn once from U[lo, hi] as in PDBO), ``gilbert_elliott``
+(bursty continuous-time on/off Markov chain per directed edge) and ``trace`` (intervals replayed
+from a CSV file, netsim.network.trace_links). A model is a :class:`LinkModel` subclass registered
+with ``@LINKS.register(name, fields)``, constructed as ``cls(adjacency, rng, **params)``; an
+optional static ``check(params, path, n)`` validates what needs the number of clients.
 """
 from __future__ import annotations
 
@@ -125,8 +128,13 @@ class GilbertElliottLinks(LinkModel):
 
 
 def validate_links(spec: Any, path: str, n: int) -> dict:
-    """Resolve the ``network.links`` section (missing -> ``always``); ``n`` is not needed here."""
-    return LINKS.resolve("always" if spec is None else spec, path)
+    """Resolve the ``network.links`` section (missing -> ``always``) and run the model's
+    ``check`` on ``n`` clients where it has one."""
+    resolved = LINKS.resolve("always" if spec is None else spec, path)
+    check = getattr(LINKS.get(resolved["name"], f"{path}.name").obj, "check", None)
+    if check is not None:
+        check({k: v for k, v in resolved.items() if k != "name"}, path, n)
+    return resolved
 
 
 def make_links(spec: dict, adjacency: np.ndarray, rng: np.random.Generator) -> LinkModel:
