@@ -45,19 +45,41 @@ def cmd_run(args) -> int:
 
     scenario = _scenario(args)
     scenario.resolve()                      # fail before anything runs
-    run(scenario, seeds=args.seeds, out=args.out, quiet=args.quiet, verbose=args.verbose)
+    run(scenario, seeds=args.seeds, out=args.out, quiet=args.quiet, verbose=args.verbose,
+        overwrite=args.overwrite, threads=args.threads)
     return 0
 
 
 def cmd_validate(args) -> int:
     import yaml
 
+    from netsim import memory
+    from netsim.runtime import resolve_device
+
     cfg = _scenario(args).resolve()
+    device = resolve_device(cfg["device"])
+    memory.check(cfg, device)                      # the N x N part first: no data loaded for it
+    need = sum(memory.check(cfg, device, *memory.dataset_estimate(cfg)).values())
     if args.show:
         print(yaml.safe_dump(cfg, sort_keys=False))
     print(f"{args.scenario or DEFAULT_SCENARIO}: valid ({len(cfg['algorithms'])} algorithms, "
-          f"{cfg['clients']} clients)")
+          f"{cfg['clients']} clients, at least {memory.human(need)} of memory)")
     return 0
+
+
+def _results(path: str) -> Path:
+    """A results folder given on the command line; warns (stderr) when its run is incomplete."""
+    from netsim.results import INCOMPLETE, Results
+
+    try:
+        res = Results(path)
+    except FileNotFoundError:
+        raise ConfigError("results", path, "a netsim results folder (with config.yaml)") from None
+    if res.incomplete:
+        print(f"netsim: warning: {path} holds an incomplete run ({INCOMPLETE} marker: it was "
+              "interrupted or is still running); what follows covers only what it finished",
+              file=sys.stderr)
+    return res.dir
 
 
 def cmd_list(args) -> int:
@@ -76,7 +98,7 @@ def cmd_figures(args) -> int:
     from netsim.plot import write_run_figures
 
     try:
-        paths = write_run_figures(args.results, pdf=args.pdf, only=args.only)
+        paths = write_run_figures(_results(args.results), pdf=args.pdf, only=args.only)
     except ValueError as exc:                       # an unknown --only kind
         print(f"netsim: error: {exc}", file=sys.stderr)
         return 2
@@ -88,13 +110,16 @@ def cmd_figures(args) -> int:
 def cmd_sweep(args) -> int:
     from netsim.sweep import Sweep, run_sweep
 
-    sweep = Sweep.load(args.sweep)
+    from netsim.sweep import EXECUTOR_FIELDS
+
+    sweep = Sweep.load(args.sweep, seeds=args.seeds, overrides=args.set or [])
+    for key in ("workers", "threads"):
+        if getattr(args, key) is not None:
+            sweep.spec["executor"][key] = EXECUTOR_FIELDS[key].check(f"--{key}", getattr(args, key))
     cells = sweep.cells()                   # validates every run before anything runs
     if args.dry_run:
         print(f"{sweep.name}: {len(cells)} runs")
         return 0
-    if args.workers is not None:
-        sweep.spec["executor"]["workers"] = args.workers
     root = run_sweep(sweep, out=args.out)
     print(f"results: {root}")
     return 0
@@ -103,6 +128,7 @@ def cmd_sweep(args) -> int:
 def cmd_analyze(args) -> int:
     from netsim.analysis import analyze, export_graphml, format_table, write_analysis
 
+    _results(args.results)
     analysis = analyze(args.results, threshold=args.threshold, target=args.target)
     print(format_table(analysis, width=None if args.wide else 100))
     for path in write_analysis(args.results, analysis):
@@ -120,8 +146,18 @@ def cmd_standin(args) -> int:
         print(f"netsim: error: dataset: got {args.dataset!r}; allowed: {', '.join(STANDINS)}",
               file=sys.stderr)
         return 2
-    root = write_standin(args.dataset, args.folder, samples_per_class=args.samples,
-                         writers=args.writers, seed=args.seed, split=args.split)
+    from netsim.results import make_folder
+    from netsim.schema import Field
+
+    for key in ("samples", "writers"):
+        Field("int", lo=1).check(f"--{key}", getattr(args, key))
+    make_folder(args.folder, "folder")
+    try:
+        root = write_standin(args.dataset, args.folder, samples_per_class=args.samples,
+                             writers=args.writers, seed=args.seed, split=args.split)
+    except OSError as exc:
+        raise ConfigError("folder", args.folder, "a writable folder",
+                          exc.strerror or type(exc).__name__) from None
     print(f"{args.dataset} stand-in written to {root} (random data in the public format; "
           f"use it as data.root to smoke-test a scenario)")
     return 0
@@ -136,10 +172,17 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--set", action="append", metavar="PATH=VALUE",
                         help="override a scenario value, e.g. network.links.p=0.5 (repeatable)")
 
+    def threads_arg(sp):
+        sp.add_argument("--threads", type=int, help="torch CPU threads per run (default: the "
+                        "scenario's threads, else netsim's default, 1)")
+
     r = sub.add_parser("run", help="run a scenario (default: scenarios/quickstart.yaml)")
     scenario_args(r)
     r.add_argument("--seeds", type=int, nargs="+", help="run these seeds (default: the scenario's)")
     r.add_argument("--out", help="results root (default: outputs.dir); results go to OUT/<name>/")
+    r.add_argument("--overwrite", action="store_true",
+                   help="replace the results of another run in OUT/<name>/ (cleared first)")
+    threads_arg(r)
     loud = r.add_mutually_exclusive_group()
     loud.add_argument("-q", "--quiet", action="store_true",
                       help="print nothing but warnings and errors")
@@ -168,6 +211,11 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("sweep", help="sweep YAML (see scenarios/robustness_*.yaml)")
     sw.add_argument("--out", default="results", help="results root; the sweep goes to OUT/<name>/")
     sw.add_argument("--workers", type=int, help="parallel runs (default: the sweep's executor)")
+    sw.add_argument("--seeds", type=int, nargs="+", help="seeds of every cell (default: the "
+                    "sweep's)")
+    sw.add_argument("--set", action="append", metavar="PATH=VALUE",
+                    help="override a value of every run, e.g. schedule.rounds=5 (repeatable)")
+    threads_arg(sw)
     sw.add_argument("--dry-run", action="store_true", help="validate and count the runs only")
     sw.set_defaults(func=cmd_sweep)
 

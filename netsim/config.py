@@ -18,11 +18,13 @@ from netsim.rng import STREAMS
 from netsim.schema import Field, check_section
 
 TOP_FIELDS = {
-    "name": Field("str", None, "scenario name (results go to OUT/<name>/)", nullable=True),
+    "name": Field("name", None, "scenario name (results go to OUT/<name>/)", nullable=True),
     "description": Field("str", "", "free text"),
     "seed": Field("int", 0, "the one seed every generator derives from", lo=0),
     "stream_seeds": Field("dict", {}, "per-stream seed overrides, e.g. {links: 7}"),
     "device": Field("str", "auto", "where tensors live", choices=("auto", "cpu", "cuda")),
+    "threads": Field("int", None, "torch CPU threads of the run (null: netsim's default, see "
+                     "netsim.threads); --threads overrides it", lo=1, nullable=True),
     "clients": Field("int", doc="number of clients N", lo=1),
     "data": Field("dict", doc="dataset, partition and per-client splits"),
     "model": Field("any", doc="model spec: a name or {name: ..., params}"),
@@ -59,7 +61,8 @@ NETWORK_SECTIONS = ("topology", "links", "latency", "loss", "compute", "failures
 
 #: keys every algorithm spec accepts besides its own parameters
 ALGORITHM_COMMON = {
-    "label": Field("str", None, "display name (default: the algorithm name)", nullable=True),
+    "label": Field("name", None, "display name and file name of its results (default: the "
+                   "algorithm name)", nullable=True),
     "train": Field("dict", {}, "overrides of the scenario's train section for this algorithm"),
     "policy": Field("dict", None, "receiver policy for this algorithm", nullable=True),
 }
@@ -146,6 +149,28 @@ def validate(raw: Mapping) -> dict:
     return cfg
 
 
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def read_yaml(path: Path, field: str) -> dict:
+    """A YAML file's top-level mapping; any unreadable, non-UTF-8 or invalid file is a ConfigError
+    on ``field`` (``scenario`` or ``sweep``)."""
+    if not path.is_file():
+        raise ConfigError(field, str(path), "an existing YAML file")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(field, str(path), "a UTF-8 text file", _first_line(exc)) from None
+    except OSError as exc:
+        raise ConfigError(field, str(path), "a readable file", exc.strerror or "") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(field, str(path), "valid YAML", _first_line(exc)) from None
+    if not isinstance(raw, Mapping):
+        raise ConfigError(field, str(path), "a YAML mapping at the top level")
+    return dict(raw)
+
+
 def parse_override(text: str) -> tuple[str, Any]:
     """Split ``path.to.key=value``; the value is parsed as YAML (numbers, lists, null, ...)."""
     if "=" not in text:
@@ -153,7 +178,11 @@ def parse_override(text: str) -> tuple[str, Any]:
     key, value = text.split("=", 1)
     if not key.strip():
         raise ConfigError("--set", text, "path.to.key=value with a non-empty path")
-    return key.strip(), yaml.safe_load(value)
+    try:
+        return key.strip(), yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--set {key.strip()}", value, "a YAML value, e.g. 0.5, [0.4, 0.8] or "
+                          "{name: ring}", _first_line(exc)) from None
 
 
 def apply_override(raw: dict, key: str, value: Any) -> None:
@@ -175,6 +204,9 @@ def apply_override(raw: dict, key: str, value: Any) -> None:
             if last:
                 node[part] = value
                 return
+            if not isinstance(node.get(part), (dict, list, str, type(None))):
+                raise ConfigError(f"--set {key}", value, f"a path through sections; {where} is "
+                                  f"not a section (it holds {node[part]!r})")
             if not isinstance(node.get(part), (dict, list)):
                 node[part] = {} if node.get(part) is None else {"name": node[part]}
             node = node[part]
@@ -209,14 +241,10 @@ class Scenario:
     def load(cls, path: str | Path) -> "Scenario":
         """Read a YAML scenario file."""
         path = Path(path)
-        if not path.is_file():
-            raise ConfigError("scenario", str(path), "an existing YAML file")
-        try:
-            raw = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as exc:
-            raise ConfigError("scenario", str(path), "valid YAML", str(exc).splitlines()[0]) from exc
-        if not isinstance(raw, Mapping):
-            raise ConfigError("scenario", str(path), "a YAML mapping at the top level")
+        raw = read_yaml(path, "scenario")
+        if "scenario" in raw and "clients" not in raw:
+            raise ConfigError("scenario", str(path), "a scenario file", f"this is a sweep file: "
+                              f"check it with `netsim sweep {path} --dry-run`")
         return cls(raw, path)
 
     def with_overrides(self, overrides: Mapping[str, Any] | Iterable[str]) -> "Scenario":

@@ -81,7 +81,7 @@ class Recorder:
                                      peers=np.stack(alg.sim.peer_history),
                                      bytes_sent=np.stack(alg.sim.bytes_history))
         if alg.sim.trace is not None:
-            path = self.writer.dir / "trace" / f"{self.label}_seed{self.seed}.csv"
+            path = self.writer.path("trace", f"{self.label}_seed{self.seed}.csv")
             path.parent.mkdir(exist_ok=True)
             alg.sim.trace.write_csv(path)
 
@@ -148,23 +148,34 @@ def print_table(summary: dict, stream=None) -> None:
 
 
 def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
-        out: str | Path | None = None, quiet: bool = False, verbose: bool = False) -> Results:
+        out: str | Path | None = None, quiet: bool = False, verbose: bool = False,
+        overwrite: bool = False, threads: int | None = None) -> Results:
     """Validate and run a scenario for each seed; return the results folder read back.
+
+    ``OUT/<name>/`` must be new, empty, or hold this same run (then it starts afresh); another
+    run's folder is refused unless ``overwrite`` (netsim.results.claim_folder). ``threads``: torch
+    CPU threads (default: the scenario's ``threads``, else netsim.threads.DEFAULT_THREADS).
+    A memory estimate is checked before anything is allocated (netsim.memory).
 
     Progress (netsim.progress) and notes go to stderr, the summary table to stdout; ``quiet``
     prints neither (warnings only), ``verbose`` adds a line per finished (algorithm, seed)."""
     from algorithms import ALGORITHMS
     from algorithms.base import Context, Diverged
+    from netsim import memory
     from netsim.data import build_client_data
     from netsim.models import build_model
     from netsim.runtime import resolve_device
+    from netsim.schema import Field
+    from netsim.threads import use_threads
 
     if not isinstance(scenario, Scenario):
         scenario = Scenario.load(scenario)
     cfg = scenario.resolve()
-    seeds = [cfg["seed"]] if not seeds else list(seeds)
-    writer = ResultsWriter(out or cfg["outputs"]["dir"], cfg)
+    seeds = [cfg["seed"]] if not seeds else Field("list", item="int", lo=0).check("seeds", seeds)
+    use_threads(cfg["threads"] if threads is None else threads)
     device = resolve_device(cfg["device"])
+    memory.check(cfg, device)
+    writer = ResultsWriter(out or cfg["outputs"]["dir"], cfg, seeds, overwrite=overwrite)
     per_run: dict[str, dict[int, dict]] = {a["label"]: {} for a in cfg["algorithms"]}
     progress = None
     if cfg["outputs"]["progress"] and not quiet:
@@ -185,6 +196,8 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
                                      {s: data.n[s].cpu().numpy() for s in data.n}, data.group)
             model = build_model(cfg["model"], data.input_shape, data.num_classes, data.task,
                                 device=device)
+            if seed == seeds[0]:               # the data is loaded (and out of the free memory)
+                memory.check(cfg, device, model.num_params)
             for spec in cfg["algorithms"]:
                 label = spec["label"]
                 if progress is not None:
@@ -231,6 +244,7 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
         paths = write_run_figures(writer.dir, data, pdf=cfg["outputs"]["pdf"])
         if not quiet:
             note(f"{len(paths)} figures written in {time.perf_counter() - start:.1f} s")
+    writer.finish()
     if not quiet:
         print_table(summary)
         print(f"results: {writer.dir}")

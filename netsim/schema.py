@@ -7,6 +7,8 @@ that names the field, the value and what is allowed.
 """
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field as dc_field
 from typing import Any, Mapping
 
@@ -14,15 +16,27 @@ from netsim.errors import ConfigError
 
 REQUIRED = object()
 
-_KINDS = ("int", "float", "bool", "str", "list", "dict", "range", "any")
+_KINDS = ("int", "float", "bool", "str", "name", "list", "dict", "range", "any")
+
+#: a ``name``: becomes a file or folder name, so no separators, no ``..``, not hidden, not empty
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*")
+SAFE_NAME_TEXT = ("a name of letters, digits and . _ + - (starting with a letter, digit or _, "
+                  "without '..')")
+
+
+def is_safe_name(value: Any) -> bool:
+    """True for a string usable as one file or folder name inside the results folder."""
+    return isinstance(value, str) and SAFE_NAME.fullmatch(value) is not None and ".." not in value
 
 
 @dataclass(frozen=True)
 class Field:
     """One parameter.
 
-    kind: ``int``, ``float``, ``bool``, ``str``, ``list``, ``dict``, ``any`` or ``range``
-    (a float, or ``[lo, hi]`` meaning "drawn once from U[lo, hi]"); ``lo``/``hi`` bound numbers
+    kind: ``int``, ``float``, ``bool``, ``str``, ``name`` (a string that becomes a file name:
+    :data:`SAFE_NAME_TEXT`), ``list``, ``dict``, ``any`` or ``range`` (a float, or ``[lo, hi]``
+    meaning "drawn once from U[lo, hi]"; numbers are finite: NaN and inf are refused, null
+    stands for "unbounded" where a field allows it); ``lo``/``hi`` bound numbers
     (and both ends of a range, and each item of a numeric list); ``choices`` restricts strings;
     ``item`` is the kind of list items; ``nullable`` admits ``null``.
     """
@@ -48,6 +62,8 @@ class Field:
             text = f"a number or [lo, hi] with lo <= hi{self._bounds()}"
         elif self.kind == "any":
             text = "any value"
+        elif self.kind == "name":
+            text = SAFE_NAME_TEXT
         elif self.kind == "list":
             text = f"a list{' of ' + self.item if self.item else ''}{self._bounds()}"
         else:
@@ -71,6 +87,9 @@ class Field:
         k = self.kind
         if k in ("int", "float", "range"):
             value = _number_text(value)
+            if any(isinstance(v, float) and not math.isfinite(v)
+                   for v in (value if isinstance(value, (list, tuple)) else [value])):
+                raise ConfigError(path, value, self.allowed(), "not a finite number")
         if k == "any":
             return value
         if k == "bool":
@@ -93,6 +112,10 @@ class Field:
             return value
         if k == "str":
             if not isinstance(value, str) or (self.choices and value not in self.choices):
+                raise bad
+            return value
+        if k == "name":
+            if not is_safe_name(value):
                 raise bad
             return value
         if k == "range":

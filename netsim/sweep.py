@@ -30,14 +30,19 @@ import numpy as np
 import yaml
 
 from netsim.analysis.stats import mean_ci
-from netsim.config import Scenario
+from netsim.config import Scenario, parse_override, read_yaml
 from netsim.errors import ConfigError
-from netsim.results import Results, _csv_text, atomic_write
+from netsim.parent_watch import exit_with_parent
+from netsim.results import Results, _csv_text, atomic_write, make_folder
 from netsim.runner import ACCURACY_KEYS
 from netsim.schema import Field, check_section
 
+TABLE_METRICS = ("mean_accuracy", "std_accuracy", "bottom10_accuracy", "client_variance",
+                 "improved_over_local", "bytes_sent", "messages_sent", "messages_dropped",
+                 "sim_time", "wall_time")
+
 SWEEP_FIELDS = {
-    "name": Field("str", None, "sweep name (default: the file name)", nullable=True),
+    "name": Field("name", None, "sweep name (default: the file name)", nullable=True),
     "scenario": Field("str", doc="base scenario YAML, relative to the sweep file"),
     "overrides": Field("dict", {}, "overrides applied to every run"),
     "grid": Field("dict", {}, "dotted path -> list of values; the cartesian product is swept"),
@@ -46,7 +51,7 @@ SWEEP_FIELDS = {
     "x": Field("str", None, "dotted path of the resolved config used as the curves' x axis "
                "(default: the first grid key)", nullable=True),
     "metrics": Field("list", ["mean_accuracy", "bottom10_accuracy"], "metrics of the curves",
-                     item="str"),
+                     item="str", choices=TABLE_METRICS),
     "executor": Field("dict", {}, "how runs execute"),
 }
 
@@ -63,11 +68,8 @@ EXECUTOR_FIELDS = {
     "slurm": Field("dict", {}, "submitit parameters, e.g. {slurm_partition: gpu, timeout_min: 60, "
                    "gpus_per_node: 1}"),
 }
-
-TABLE_METRICS = ("mean_accuracy", "std_accuracy", "bottom10_accuracy", "client_variance",
-                 "improved_over_local", "bytes_sent", "messages_sent", "messages_dropped",
-                 "sim_time", "wall_time")
 DONE = "DONE"
+_MISSING = object()
 
 
 @dataclass
@@ -81,22 +83,28 @@ class Cell:
     config: dict
 
 
-def _lookup(cfg: dict, path: str) -> Any:
+def _lookup(cfg: dict, path: str, missing: Any = None) -> Any:
+    """The value at dotted ``path`` (list items by index, label or name); ``missing`` if none."""
     node: Any = cfg
     for part in path.split("."):
         if isinstance(node, list):
-            node = next((a for a in node if a.get("label") == part or a.get("name") == part),
-                        node[int(part)] if part.isdigit() else None)
-        elif isinstance(node, dict):
-            node = node.get(part)
+            hit = [a for a in node if isinstance(a, dict) and part in (a.get("label"), a.get("name"))]
+            if hit:
+                node = hit[0]
+            elif part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return missing
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
         else:
-            return None
+            return missing
     return node
 
 
 def run_id(cfg: dict) -> str:
     """Hash of a resolved config (its name and output settings excluded)."""
-    body = {k: v for k, v in cfg.items() if k not in ("name", "outputs")}
+    body = {k: v for k, v in cfg.items() if k not in ("name", "outputs", "threads")}
     return hashlib.sha1(yaml.safe_dump(body, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -111,19 +119,28 @@ class Sweep:
         for key, values in self.spec["grid"].items():
             if not isinstance(values, list) or not values:
                 raise ConfigError(f"sweep.grid.{key}", values, "a non-empty list of values")
-        self.name = self.spec["name"] or (path.stem if path else "sweep")
+        if not self.spec["seeds"]:
+            raise ConfigError("sweep.seeds", [], "a non-empty list of ints >= 0")
+        self.name = Field("name").check("sweep.name", self.spec["name"]
+                                        or (path.stem if path else "sweep"))
         scen = Path(self.spec["scenario"])
         self.base = Scenario.load(scen if scen.is_absolute() else where / scen)
         self.x = self.spec["x"] or next(iter(self.spec["grid"]), None)
 
     @classmethod
-    def load(cls, path: str | Path) -> "Sweep":
+    def load(cls, path: str | Path, seeds: list[int] | None = None,
+             overrides: list[str] = ()) -> "Sweep":
+        """Read a sweep file; ``seeds`` replace its seeds, ``overrides`` (``path=value``, as
+        ``--set``) are added to its overrides of every run."""
         path = Path(path)
-        if not path.is_file():
-            raise ConfigError("sweep", str(path), "an existing YAML file")
-        raw = yaml.safe_load(path.read_text())
-        if not isinstance(raw, dict):
-            raise ConfigError("sweep", str(path), "a YAML mapping")
+        raw = read_yaml(path, "sweep")
+        if seeds is not None:
+            raw["seeds"] = list(seeds)
+        if overrides:
+            base = raw.get("overrides") or {}
+            if not isinstance(base, dict):
+                raise ConfigError("sweep.overrides", base, "a mapping of dotted paths to values")
+            raw["overrides"] = {**base, **dict(map(parse_override, overrides))}
         return cls(raw, path)
 
     def points(self) -> list[dict]:
@@ -148,19 +165,19 @@ class Sweep:
                     rid = run_id(one)
                     one["name"] = rid
                     out.append(Cell(rid, point, spec["label"], seed, one))
+        if self.x and all(_lookup(c.config, self.x, _MISSING) is _MISSING for c in out):
+            raise ConfigError("sweep.x", self.x, "a dotted path of the resolved config, e.g. "
+                              + (next(iter(self.spec["grid"]), None) or "network.links.p"))
         return out
 
 
 def run_cell(config: dict, runs_dir: str, threads: int) -> tuple[str, str, str]:
     """Run one cell (in a worker); returns (id, status, error). Never raises."""
-    import torch
-
     from netsim.runner import run
 
-    torch.set_num_threads(threads)
     folder = Path(runs_dir) / config["name"]
     try:
-        run(Scenario(config), seeds=[config["seed"]], out=runs_dir, quiet=True)
+        run(Scenario(config), seeds=[config["seed"]], out=runs_dir, quiet=True, threads=threads)
         atomic_write(folder / DONE, "")
         return config["name"], "done", ""
     except Exception as exc:                              # noqa: BLE001 — reported, not lost
@@ -179,7 +196,8 @@ def _execute(todo: list[Cell], runs_dir: Path, ex: dict, out: Path,
         for c in todo:
             report(c, *run_cell(c.config, str(runs_dir), threads)[1:])
     elif ex["name"] == "local":
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn"),
+                                 initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
             futures = [pool.submit(run_cell, c.config, str(runs_dir), threads) for c in todo]
             for f in as_completed(futures):
                 rid, status, err = f.result()
@@ -206,8 +224,7 @@ def run_sweep(sweep: Sweep | str | Path, out: str | Path = "results",
         sweep = Sweep.load(sweep)
     cells = sweep.cells()
     root = Path(out) / sweep.name
-    runs_dir = root / "runs"
-    runs_dir.mkdir(parents=True, exist_ok=True)
+    runs_dir = make_folder(root / "runs", "--out")
     status = {c.id: ("done" if (runs_dir / c.id / DONE).is_file() else "pending", "") for c in cells}
     todo = [c for c in cells if status[c.id][0] != "done"]
     log(f"sweep {sweep.name}: {len(cells)} runs, {len(cells) - len(todo)} already done, "

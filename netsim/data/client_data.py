@@ -212,7 +212,12 @@ def build_client_data(cfg_data: dict, n_clients: int, rng: np.random.Generator,
     """Build every client's train/val/test data from the ``data`` section, all draws from ``rng``."""
     cfg = validate_data(cfg_data, n_clients)
     ds = load_dataset(cfg["dataset"], rng, root=cfg["root"])
-    part = make_partition(cfg["partition"], ds, n_clients, rng)
+    try:
+        part = make_partition(cfg["partition"], ds, n_clients, rng)
+    except ConfigError as err:                  # say so when a stand-in is too small
+        from netsim.data.standins import standin_hint
+        raise standin_hint(err, cfg["root"], ds, lambda big: make_partition(
+            cfg["partition"], big, n_clients, np.random.default_rng(0))) from None
     if ds.cluster_targets is not None:
         sample_cluster = np.zeros(len(ds), np.int64)
         for idx, k in zip(part.indices, part.cluster):

@@ -10,6 +10,7 @@ step with them. Pixels are random: a stand-in checks formats, shapes and plumbin
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import pickle
@@ -17,8 +18,15 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import yaml
 
 from netsim.data.local import CINIC10_CLASSES, EMNIST_CLASSES, LEAF_LETTERS, SEQ_LEN
+from netsim.errors import ConfigError
+
+#: written into a stand-in's root: what wrote it, so a too-small stand-in can be named as such
+MARKER = "netsim_standin.yaml"
+#: the largest multiple of a stand-in's size :func:`standin_hint` tries
+MAX_GROWTH = 2 ** 12
 
 
 def write_pickle(path: Path, obj: dict) -> None:
@@ -146,4 +154,30 @@ def write_standin(dataset: str, root: str | Path, samples_per_class: int = 4, wr
         _cinic(root, samples_per_class, rng)
     else:
         raise ValueError(f"no stand-in for dataset {dataset!r}; allowed: {', '.join(STANDINS)}")
+    (root / MARKER).write_text(yaml.safe_dump({"dataset": dataset, "samples": samples_per_class,
+                                               "writers": writers}))
     return root
+
+
+def standin_hint(err: ConfigError, root: str | None, ds, partition: Callable) -> ConfigError:
+    """``err`` (a partition that failed on ``ds``), saying so when ``ds`` is a stand-in read from
+    ``root``: too small for the partition, and the ``--samples`` with which ``partition(bigger
+    ds)`` succeeds (the stand-in's samples repeated 2, 4, ... times); ``err`` itself otherwise."""
+    marker = Path(root) / MARKER if root else None
+    if marker is None or not marker.is_file():
+        return err
+    info = yaml.safe_load(marker.read_text())
+    what = (f"data.root is a netsim stand-in of {len(ds)} samples (--samples {info['samples']}), "
+            "too small for this partition")
+    for times in (2 ** k for k in range(1, MAX_GROWTH.bit_length())):
+        idx = np.tile(np.arange(len(ds)), times)
+        bigger = dataclasses.replace(ds, x=np.empty((len(idx), 0), np.float32), y=ds.y[idx],
+                                     meta={k: v[idx] for k, v in ds.meta.items()})
+        try:
+            partition(bigger)
+        except ConfigError:
+            continue
+        return ConfigError(err.field, err.value, err.allowed, what + f": write it with `netsim "
+                           f"standin {info['dataset']} {root} --samples {info['samples'] * times}`")
+    return ConfigError(err.field, err.value, err.allowed, what + ": write a larger one (LEAF "
+                       "datasets: more --writers)")
