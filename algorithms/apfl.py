@@ -46,8 +46,8 @@ class APFL(ServerAveraging):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.v = self.bank.flat.clone()
-        self.alpha = torch.full((self.n,), self.p["alpha"], dtype=self.v.dtype, device=self.device)
-        self.alpha_lr = self.train["lr"] if self.p["alpha_lr"] is None else self.p["alpha_lr"]
+        self.alpha = torch.full((self.n,), self.hp.alpha, dtype=self.v.dtype, device=self.device)
+        self.alpha_lr = self.train.lr if self.hp.alpha_lr is None else self.hp.alpha_lr
 
     def local_sgd(self, bank: ClientBank, steps: int, clients: torch.Tensor | None = None,
                   prox: tuple[float, torch.Tensor] | None = None) -> None:
@@ -55,15 +55,14 @@ class APFL(ServerAveraging):
         tr = self.train
         idx = torch.arange(self.n, device=self.device) if clients is None else clients
         for _ in range(steps):
-            x, y = self.data.sample_batch("train", tr["batch_size"], self.gen, idx)
+            x, y = self.data.sample_batch("train", tr.batch_size, self.gen, idx)
             a = self.alpha[idx, None]
             w, v = bank.flat[idx], self.v[idx]
             _, g = bank.grad(x, y, clients=idx, flat=a * v + (1 - a) * w)
-            bank.sgd_step(x, y, lr=tr["lr"], momentum=tr["momentum"],
-                          weight_decay=tr["weight_decay"], clip=tr["clip"], clients=idx, prox=prox)
-            self.v[idx] = v - tr["lr"] * a * g
-            if self.p["adaptive"]:
-                da = ((v - w) * g).sum(1) + self.p["alpha_reg"] * a[:, 0]
+            bank.sgd_step(x, y, tr.sgd, clients=idx, prox=prox)
+            self.v[idx] = v - tr.lr * a * g
+            if self.hp.adaptive:
+                da = ((v - w) * g).sum(1) + self.hp.alpha_reg * a[:, 0]
                 self.alpha[idx] = (a[:, 0] - self.alpha_lr * da).clamp(0.0, 1.0)
 
     def personal_models(self) -> torch.Tensor:

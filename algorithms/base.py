@@ -1,7 +1,8 @@
 """The base class every algorithm derives from, and the per-run context it is given.
 
 An algorithm is a sequence of vectorised rounds. Each round plays its computation and
-communication phases on the simulator (``self.sim``) and does its math on client banks
+communication phases on the simulated network (``self.net``, :class:`netsim.sim.facade.Network`:
+clients only) and does its math on client banks
 (``netsim.runtime.ClientBank``) with the arrays the phases return. The base class runs the
 schedule, evaluates the personalised models and records network accounting, collaboration
 matrices and realised links for the results contract.
@@ -18,12 +19,14 @@ import torch
 from netsim.data import ClientData
 from netsim.models import BatchedModel
 from netsim.rng import Streams
+from netsim.params import make_params
 from netsim.runtime import ClientBank
+from netsim.runtime.sgd import Train
 from netsim.runtime.pushsum import GraphCheck, check_graph
-from netsim.sim.engine import ExchangeResult, Simulator, step_time_from_flops
+from netsim.sim.engine import ExchangeResult, step_time_from_flops
+from netsim.sim.facade import Network
 from netsim.sim.policy import Policy
 from netsim.schema import Field
-from topologies import build_topology
 
 
 @dataclass
@@ -53,31 +56,22 @@ class Algorithm:
 
     def __init__(self, ctx: Context):
         self.ctx = ctx
-        self.p = ctx.spec
-        self.train = ctx.spec["train"]
+        self.hp = make_params(type(self).__name__, self.fields, ctx.spec)
+        self.train = Train.from_spec(ctx.spec["train"])
         self.data = ctx.data
         self.n = ctx.cfg["clients"]
         self.device = ctx.device
-        self.sim = self._make_simulator()
         self.policy = Policy(**ctx.spec["policy"])
+        self.net = Network.build(ctx.cfg, ctx.streams, self.policy, server=self.server)
+        self.sim = self.net.sim               # the engine, for the runner's accounting only
         self.gen = ctx.streams.torch("training", ctx.device)
         self.rng = ctx.streams.numpy("algorithm")
         compute = ctx.cfg["network"]["compute"]
         self.step_time = (compute.get("step_time") or
-                          step_time_from_flops(ctx.model.flops_per_sample, self.train["batch_size"]))
+                          step_time_from_flops(ctx.model.flops_per_sample, self.train.batch_size))
         self.links_log: list[np.ndarray] = []
 
     # ------------------------------------------------------------------ construction
-    def _make_simulator(self) -> Simulator:
-        cfg = self.ctx.cfg
-        streams = self.ctx.streams
-        if self.server:
-            topo = build_topology({"name": "star"}, self.n + 1, streams.numpy("topology"))
-        else:
-            topo = build_topology(cfg["network"]["topology"], self.n, streams.numpy("topology"))
-        return Simulator(cfg["network"], topo, streams, trace=cfg["outputs"]["trace"],
-                         clients=self.n)
-
     def new_bank(self) -> ClientBank:
         """A bank of N models; every algorithm of a seed starts from the same initial models
         (drawn on the CPU, so CPU and CUDA runs start alike)."""
@@ -91,63 +85,43 @@ class Algorithm:
         """``steps`` mini-batch SGD steps of the listed clients (all when None), batched."""
         tr = self.train
         for _ in range(steps):
-            x, y = self.data.sample_batch("train", tr["batch_size"], self.gen, clients)
-            bank.sgd_step(x, y, lr=tr["lr"], momentum=tr["momentum"],
-                          weight_decay=tr["weight_decay"], clip=tr["clip"], clients=clients,
+            x, y = self.data.sample_batch("train", tr.batch_size, self.gen, clients)
+            bank.sgd_step(x, y, tr.sgd, clients=clients,
                           prox=prox)
 
     def compute_phase(self, active: np.ndarray | None = None, start: np.ndarray | None = None,
                       steps: int | None = None, deadline: float | None = None):
-        """Play local work of ``steps`` (default E) steps on the simulator; see Simulator.compute."""
-        n_nodes = self.sim.n
-        if active is not None and active.shape[0] < n_nodes:
-            active = np.r_[active, np.zeros(n_nodes - active.shape[0], bool)]
-        if start is not None and start.shape[0] < n_nodes:
-            start = np.r_[start, np.full(n_nodes - start.shape[0], self.sim.now)]
-        return self.sim.compute(self.train["local_steps"] if steps is None else steps,
+        """Local work of ``steps`` (default E) steps of the ``active`` clients (default all);
+        see :meth:`Network.compute`. Arrays are over the N clients."""
+        return self.net.compute(self.train.local_steps if steps is None else steps,
                                 self.step_time, active=active, start=start, deadline=deadline)
 
     def exchange(self, request: np.ndarray, nbytes, ready: np.ndarray | None = None,
                  round_start: float | None = None) -> ExchangeResult:
         """Send along ``request[dst, src]`` under this algorithm's receiver policy."""
-        return self.sim.exchange(request, nbytes, ready=ready, policy=self.policy,
-                                 round_start=round_start)
+        return self.net.exchange(request, nbytes, ready=ready, round_start=round_start)
 
     def broadcast(self, to: np.ndarray, nbytes, steps: int | None = None):
-        """Server (node N) sends ``nbytes`` to the clients ``to`` [N]; those that receive it
-        start ``steps`` local steps at its arrival (under a deadline policy the deadline counts
-        from now). Returns the compute phase (``finished`` and ``finish_time`` over N + 1 nodes)
-        and the received mask [N]."""
-        n, t0 = self.n, self.sim.now
-        down = np.zeros((n + 1, n + 1), bool)
-        down[:n, n] = to
-        got = self.exchange(down, nbytes)
-        received = got.delivered[:n, n]
-        deadline = t0 + self.policy.deadline if self.policy.name == "deadline" else None
-        comp = self.compute_phase(active=received, start=got.arrival_time[:n, n], steps=steps,
-                                  deadline=deadline)
-        return comp, received
+        """Server sends ``nbytes`` to the clients ``to`` [N]; those that receive it start
+        ``steps`` (default E) local steps at its arrival. Returns the compute phase and the
+        received mask, both over the clients (:meth:`Network.broadcast`)."""
+        got = self.net.broadcast(to, nbytes, self.train.local_steps if steps is None else steps,
+                                 self.step_time)
+        return got.compute, got.received
 
     def gather(self, comp, nbytes, round_start: float) -> np.ndarray:
         """The clients that finished ``comp`` upload ``nbytes`` to the server when they finish;
-        returns the mask [N] of uploads the server accepted (receiver policy from
-        ``round_start``)."""
-        n = self.n
-        up = np.zeros((n + 1, n + 1), bool)
-        up[n, :n] = comp.finished[:n]
-        sent = self.exchange(up, nbytes, ready=comp.finish_time, round_start=round_start)
-        return sent.delivered[n, :n]
+        returns the mask [N] of uploads the server accepted (:meth:`Network.gather`)."""
+        return self.net.gather(comp, nbytes, round_start)
 
     def log_links(self, delivered: np.ndarray) -> None:
         """Record the realised client-to-client communication graph of this round."""
-        self.links_log.append(np.asarray(delivered[: self.n, : self.n], bool))
+        self.links_log.append(np.asarray(delivered, bool))
 
     def push_sum_graph(self) -> GraphCheck:
         """The graph of links that can ever deliver, checked for push-sum; warns (once per
         message) before the run when it is not strongly connected."""
-        reachable = (self.sim.links.availability() > 0) & self.sim.adjacency
-        reachable &= self.sim.loss.probability() < 1
-        check = check_graph(reachable[: self.n, : self.n])
+        check = check_graph((self.net.delivery_probability() > 0).T)
         if check.warning():
             warnings.warn(f"{self.ctx.spec['label']}: {check.warning()}", RuntimeWarning,
                           stacklevel=2)
@@ -193,7 +167,8 @@ class Algorithm:
         rec.evaluate(self, 0)
         for t in range(rounds):
             self.round(t)
-            rec.network_row(self.sim.end_round())
+            for row in self.net.end_round():
+                rec.network_row(row)
             check_health(self.health(), t + 1)
             if (t + 1) % every == 0 or t + 1 == rounds:
                 rec.evaluate(self, t + 1)

@@ -129,15 +129,15 @@ class CoBo(Algorithm):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.bank = self.new_bank()
-        n, p = self.n, self.p
-        simplex = p["domain"] == "simplex"
-        w0 = p["w_init"] if p["w_init"] is not None else (1.0 / (n - 1) if simplex else 1.0)
+        n, p = self.n, self.hp
+        simplex = p.domain == "simplex"
+        w0 = p.w_init if p.w_init is not None else (1.0 / (n - 1) if simplex else 1.0)
         self.W = np.full((n, n), float(w0))
         if simplex:
             np.fill_diagonal(self.W, 0.0)
             self.W = project_simplex(self.W)
         self.history: deque = deque(maxlen=self.policy.max_staleness + 1)
-        self.ema = torch.zeros_like(self.bank.flat) if p["gradient"] == "ema" else None
+        self.ema = torch.zeros_like(self.bank.flat) if p.gradient == "ema" else None
         self.stepped = torch.zeros(n, dtype=torch.bool, device=self.device)   # ema: m set
         rounds, every = ctx.cfg["schedule"]["rounds"], ctx.cfg["schedule"]["eval_every"]
         self.eval_rounds = {t for t in range(rounds) if (t + 1) % every == 0 or t + 1 == rounds}
@@ -170,10 +170,10 @@ class CoBo(Algorithm):
     def round(self, t: int) -> None:
         n = self.n
         pairs = np.zeros((n, n), bool)
-        if not (self.p["order"] == "x_then_w" and t == 0):
-            p_t = pair_probability(t, n, self.ctx.cfg["schedule"]["rounds"], self.p["sampling"],
-                                   self.p["pair_rate"], self.p["decay_power"],
-                                   self.p["mixed_switch"])
+        if not (self.hp.order == "x_then_w" and t == 0):
+            p_t = pair_probability(t, n, self.ctx.cfg["schedule"]["rounds"], self.hp.sampling,
+                                   self.hp.pair_rate, self.hp.decay_power,
+                                   self.hp.mixed_switch)
             pairs = np.triu(self.rng.random((n, n)) < p_t, k=1)
         want = (self.W > 0) | pairs | pairs.T
         np.fill_diagonal(want, False)
@@ -181,7 +181,7 @@ class CoBo(Algorithm):
         models = self.exchange(want, self.bank.size_bytes)
         self.log_links(models.delivered)
         self.sampled += pairs
-        if self.p["protocol"] == "exchange":
+        if self.hp.protocol == "exchange":
             self.select(pairs & models.delivered & models.delivered.T)
         else:
             models = self.relay(pairs, models)
@@ -193,7 +193,7 @@ class CoBo(Algorithm):
         if a.size:
             count = np.bincount(np.r_[a, b], minlength=self.n)
             comp = self.compute_phase(active=count > 0, steps=count)
-            fin = comp.finished[: self.n]
+            fin = comp.finished
             req = np.zeros((self.n, self.n), bool)
             req[a, b], req[b, a] = fin[b], fin[a]
             grads = self.exchange(req, self.bank.size_bytes, ready=comp.finish_time)
@@ -263,12 +263,12 @@ class CoBo(Algorithm):
         ia = torch.as_tensor(a, device=self.device)
         ib = torch.as_tensor(b, device=self.device)
         z = 0.5 * (x[ia] + x[ib])
-        owners = torch.cat([ia, ia if self.p["pair_batches"] == "first" else ib])
-        xb, yb = self.data.sample_batch("train", self.train["batch_size"], self.gen, owners)
+        owners = torch.cat([ia, ia if self.hp.pair_batches == "first" else ib])
+        xb, yb = self.data.sample_batch("train", self.train.batch_size, self.gen, owners)
         _, g = self.bank.grad(xb, yb, owners, flat=torch.cat([z, z]))
         ha, hb = g[: a.size], g[a.size:]
         ip = (ha * hb).sum(1)
-        if self.p["similarity"] == "cosine":
+        if self.hp.similarity == "cosine":
             ip = ip / (ha.norm(dim=1) * hb.norm(dim=1)).clamp(min=1e-12)
         return ip.double().cpu().numpy()
 
@@ -283,12 +283,12 @@ class CoBo(Algorithm):
         """
         W = self.W
         self.completed[a, b] += 1
-        step = self.p["gamma"] * ip
-        if self.p["completion"] == "rate":
+        step = self.hp.gamma * ip
+        if self.hp.completion == "rate":
             step = step * (self.sampled[a, b] + 1) / (self.completed[a, b] + 1)
         W[a, b] += step
         W[b, a] += step
-        if self.p["domain"] == "box":
+        if self.hp.domain == "box":
             W[a, b] = np.clip(W[a, b], 0.0, 1.0)
             W[b, a] = W[a, b]
         else:
@@ -300,18 +300,17 @@ class CoBo(Algorithm):
         eff = np.where(models.available, self.W, 0.0)
         np.fill_diagonal(eff, 0.0)
         w = torch.as_tensor(eff, dtype=self.bank.flat.dtype, device=self.device)
-        rho = self.p["rho"]
+        rho = self.hp.rho
         row = rho * w.sum(1, keepdim=True)
         pull = rho * peer_sum(w, models.staleness, self.history)
-        done = self.compute_phase(active=self.sim.alive()).finished[: self.n]
+        done = self.compute_phase(active=self.net.alive()).finished
         idx = self.index(done, self.device)
         tr = self.train
-        for _ in range(tr["local_steps"]):
-            x, y = self.data.sample_batch("train", tr["batch_size"], self.gen, idx)
+        for _ in range(tr.local_steps):
+            x, y = self.data.sample_batch("train", tr.batch_size, self.gen, idx)
             pen = row[idx] * self.bank.flat[idx] - pull[idx]
             if self.ema is None:
-                self.bank.sgd_step(x, y, lr=tr["lr"], momentum=tr["momentum"],
-                                   weight_decay=tr["weight_decay"], clip=tr["clip"], clients=idx,
+                self.bank.sgd_step(x, y, tr.sgd, clients=idx,
                                    extra_grad=pen)
             else:
                 self.ema_step(x, y, idx, pen)
@@ -323,11 +322,11 @@ class CoBo(Algorithm):
                  pen: torch.Tensor) -> None:
         """The code's step: ``m <- beta m + (1 - beta) g`` (first m = g), ``x <- x - lr (m + pen)``."""
         _, g = self.bank.grad(x, y, idx, track=True)      # BatchNorm: as a training step would
-        beta = self.p["ema_beta"]
+        beta = self.hp.ema_beta
         m = torch.where(self.stepped[idx, None], beta * self.ema[idx] + (1 - beta) * g, g)
         self.ema[idx] = m
         self.stepped[idx] = True
-        self.bank.flat[idx] = self.bank.flat[idx] - self.train["lr"] * (m + pen)
+        self.bank.flat[idx] = self.bank.flat[idx] - self.train.lr * (m + pen)
 
     # ------------------------------------------------------------------ results
     def personal_models(self) -> torch.Tensor:
@@ -343,6 +342,6 @@ class CoBo(Algorithm):
         super().run()
         rounds = sorted(t + 1 for t in self.eval_rounds)
         self.ctx.recorder.writer.write_arrays(
-            "effective", self.p["label"], self.ctx.seed, W=np.stack(self.effective),
+            "effective", self.hp.label, self.ctx.seed, W=np.stack(self.effective),
             rounds=np.asarray(rounds), row_sum=np.stack(self.row_sum),
             pair_updates=np.array([u.shape[1] for u in self.updated]))

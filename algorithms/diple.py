@@ -198,20 +198,20 @@ class DiPLe(Algorithm):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        p, n = self.p, self.n
+        p, n = self.hp, self.n
         self.bank = self.new_bank()                         # w_loc
         self.mixer = self.bank.flat.clone()                 # w_i
-        self.eps = p["epsilon"]
-        self.T = p["stage2_steps"]
-        self.reach = self.sim.adjacency.T.copy()            # [dst, src] base-topology in-edges
-        self.a = np.where(self.reach, p["init_weight"], 0.0)    # pairwise coefficients a_ij
+        self.eps = p.epsilon
+        self.T = p.stage2_steps
+        self.reach = self.net.in_edges()            # [dst, src] base-topology in-edges
+        self.a = np.where(self.reach, p.init_weight, 0.0)    # pairwise coefficients a_ij
         self.A = self.normalise(self.a)
         self.mail = Mailbox(n, (self.policy.max_staleness + 1) * (self.T + 1))
         n_train = self.data.n["train"].cpu().numpy()
-        per_epoch = np.ceil(n_train / self.train["batch_size"])
-        self.e_steps = self.train["local_steps"] * (per_epoch if p["unit"] == "epoch" else 1)
-        self.select_data = self.data.full(p["select_on"])
-        self.lr2 = p["mixture_lr"] or self.train["lr"]
+        per_epoch = np.ceil(n_train / self.train.batch_size)
+        self.e_steps = self.train.local_steps * (per_epoch if p.unit == "epoch" else 1)
+        self.select_data = self.data.full(p.select_on)
+        self.lr2 = p.mixture_lr or self.train.lr
 
     @classmethod
     def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
@@ -231,20 +231,20 @@ class DiPLe(Algorithm):
 
     # ------------------------------------------------------------------ graph
     def normalise(self, a: np.ndarray) -> np.ndarray:
-        return normalise_rows(a, self.p["self_weight"], self.p["init_weight"], self.eps)
+        return normalise_rows(a, self.hp.self_weight, self.hp.init_weight, self.eps)
 
     def candidates(self) -> np.ndarray:
         """``[dst, src]``: the peers whose model each client evaluates this round."""
-        mode = self.p["candidates"]
+        mode = self.hp.candidates
         if mode != "sample":
             return self.reach & (self.a > 0) if mode == "neighbours" else self.reach.copy()
         keys = np.where(self.reach, self.rng.random((self.n, self.n)), np.inf)
-        pick = (keys.argsort(axis=1).argsort(axis=1) < self.p["sample_peers"]) & self.reach
-        return pick | ((self.a > 0) & self.reach) if self.p["keep_neighbours"] else pick
+        pick = (keys.argsort(axis=1).argsort(axis=1) < self.hp.sample_peers) & self.reach
+        return pick | ((self.a > 0) & self.reach) if self.hp.keep_neighbours else pick
 
     def bisection_data(self, owner: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
         """The data of each pair's owner: a fixed batch per client (mask None) or its full split."""
-        split, b = self.p["bisection_split"], self.p["bisection_batch"]
+        split, b = self.hp.bisection_split, self.hp.bisection_batch
         if b is not None:
             x, y = self.data.sample_batch(split, b, self.gen)
             return x[owner], y[owner], None
@@ -256,7 +256,7 @@ class DiPLe(Algorithm):
         out = torch.empty(len(owner), dtype=torch.float64, device=self.device)
         block = max(1, BISECTION_FLOATS // (2 * self.bank.d))     # pairs per block
         x_all, y_all, m_all = self.bisection_data(owner)
-        reps = 2 if self.p["search"] == "loss" else 1    # points per pair and iteration
+        reps = 2 if self.hp.search == "loss" else 1    # points per pair and iteration
         for s in range(0, len(owner), block):
             sl = slice(s, s + block)
             own = self.bank.flat[owner[sl]]
@@ -272,43 +272,43 @@ class DiPLe(Algorithm):
                 a = a.to(own.dtype)[:, None]
                 for r in range(reps):                     # rows = (1 - a) w_i + a w_j
                     torch.addcmul(own, a[r * k:(r + 1) * k], diff, out=rows[r * k:(r + 1) * k])
-                if self.p["search"] == "gradient":
+                if self.hp.search == "gradient":
                     return (self.bank.grad(x, y, clients=c, flat=rows)[1] * diff).sum(1).double()
                 if mask is None:
                     return self.bank.loss(x, y, clients=c, flat=rows).double()
                 return self.bank.evaluate(x, y, mask, clients=c, flat=rows)[1].double()
 
             with torch.no_grad():
-                out[sl] = bisect(phi, k, self.eps, self.p["search"], self.device)
+                out[sl] = bisect(phi, k, self.eps, self.hp.search, self.device)
         return out
 
     def eval_steps(self, split_sizes: np.ndarray, models: np.ndarray,
                    forward_only: bool) -> np.ndarray:
         """Simulated compute of evaluating ``models[i]`` models on ``split_sizes[i]`` samples, in
         local-step units (a forward pass is a third of a training step)."""
-        b = self.train["batch_size"]
+        b = self.train.batch_size
         return models * split_sizes / b / (3.0 if forward_only else 1.0)
 
     # ------------------------------------------------------------------ stages
     def stage_one(self, alive: np.ndarray) -> ExchangeResult:
         """E local steps, candidate models sent, bisection of every delivered pair (eq. 3)."""
         comp = self.compute_phase(active=alive, steps=self.e_steps)
-        done = comp.finished[: self.n]
+        done = comp.finished
         for s in range(int(np.max(self.e_steps))):
             self.local_sgd(self.bank, 1, clients=self.index(done & (self.e_steps > s), self.device))
         cand = self.candidates()
         ex = self.exchange(cand & done[None, :], self.bank.size_bytes, ready=comp.finish_time)
         models = self.bank.flat.clone()
-        self.mail.post(ex, models, self.sim.round)
+        self.mail.post(ex, models, self.net.step)
         fresh = ex.delivered[: self.n, : self.n] & done[:, None]
 
-        split, b = self.p["bisection_split"], self.p["bisection_batch"]
+        split, b = self.hp.bisection_split, self.hp.bisection_batch
         sizes = self.data.n[split].cpu().numpy() if b is None else np.full(self.n, b)
-        iters = bisection_iterations(self.eps, self.p["search"])
-        per_iter = 2 if self.p["search"] == "loss" else 1
+        iters = bisection_iterations(self.eps, self.hp.search)
+        per_iter = 2 if self.hp.search == "loss" else 1
         self.compute_phase(active=fresh.any(1),
                            steps=self.eval_steps(sizes, iters * per_iter * fresh.sum(1),
-                                                 self.p["search"] == "loss"))
+                                                 self.hp.search == "loss"))
         a = np.where(cand, self.a, 0.0)               # not evaluated: keep a_ij^{r-1}
         owner, peer = np.nonzero(fresh)
         if owner.size:
@@ -333,7 +333,7 @@ class DiPLe(Algorithm):
         """Every client that finished sends its local model along its out-edges of A."""
         edges = (self.A > 0) & self.reach
         ex = self.exchange(edges & done[None, :], self.bank.size_bytes, ready=ready)
-        self.mail.post(ex, self.bank.flat.clone(), self.sim.round)
+        self.mail.post(ex, self.bank.flat.clone(), self.net.step)
         return ex
 
     def mixture_step(self, done: np.ndarray, self_w: Tensor, nb: Tensor) -> None:
@@ -341,30 +341,30 @@ class DiPLe(Algorithm):
         idx = self.index(done, self.device)
         if len(idx) == 0:
             return
-        x, y = self.data.sample_batch("train", self.train["batch_size"], self.gen, idx)
+        x, y = self.data.sample_batch("train", self.train.batch_size, self.gen, idx)
         point = self_w[idx, None] * self.mixer[idx] + nb[idx]
         _, g = self.bank.grad(x, y, clients=idx, flat=point)
         self.mixer[idx] -= self.lr2 * self_w[idx, None] * g
 
     def round(self, t: int) -> None:
         n = self.n
-        alive = self.sim.alive()[:n]
+        alive = self.net.alive()
         ex = self.stage_one(alive)
         delivered = ex.delivered[:n, :n].copy()
-        if self.p["mixture_init"] == "own":
+        if self.hp.mixture_init == "own":
             self.mixer.copy_(self.bank.flat)
         self_w, nb = self.neighbours(ex)
-        fresh = self.p["grad_at"] == "fresh"
+        fresh = self.hp.grad_at == "fresh"
         worked = np.zeros(n, bool)
         locs, bars = [], []
         for _ in range(self.T):
-            comp = self.compute_phase(active=self.sim.alive()[:n], steps=1 if fresh else 2)
-            done = comp.finished[:n]
+            comp = self.compute_phase(active=self.net.alive(), steps=1 if fresh else 2)
+            done = comp.finished
             self.local_sgd(self.bank, 1, clients=self.index(done, self.device))
             if fresh:
                 ex = self.share(comp.finish_time, done)
                 self_w, nb = self.neighbours(ex)
-                done = self.compute_phase(active=done, steps=1).finished[:n]
+                done = self.compute_phase(active=done, steps=1).finished
             self.mixture_step(done, self_w, nb)
             if not fresh:
                 ex = self.share(comp.finish_time, done)
@@ -378,7 +378,7 @@ class DiPLe(Algorithm):
 
     def select(self, cands: list[Tensor], worked: np.ndarray) -> None:
         """``w_loc,i <- argmin f_i`` over the round's local and mixture models (end of Alg. 1)."""
-        split_n = self.data.n[self.p["select_on"]].cpu().numpy()
+        split_n = self.data.n[self.hp.select_on].cpu().numpy()
         steps = self.eval_steps(split_n, np.full(self.n, len(cands)), True)
         self.compute_phase(active=worked, steps=steps)
         x, y, mask = self.select_data

@@ -58,19 +58,16 @@ class Ditto(ServerAveraging):
         tr = self.train
         anchor = bank.flat.clone()                      # w^t: the global model just received
         for _ in range(steps):
-            x, y = self.data.sample_batch("train", tr["batch_size"], self.gen, clients)
-            if self.p["global_grad"] == "global":
-                bank.sgd_step(x, y, lr=tr["lr"], momentum=tr["momentum"],
-                              weight_decay=tr["weight_decay"], clip=tr["clip"], clients=clients)
-                self.personal.sgd_step(x, y, lr=tr["lr"], momentum=tr["momentum"],
-                                       weight_decay=tr["weight_decay"], clip=tr["clip"],
-                                       clients=clients, prox=(self.p["lam"], anchor))
+            x, y = self.data.sample_batch("train", tr.batch_size, self.gen, clients)
+            if self.hp.global_grad == "global":
+                bank.sgd_step(x, y, tr.sgd, clients=clients)
+                self.personal.sgd_step(x, y, tr.sgd, clients=clients, prox=(self.hp.lam, anchor))
             else:
                 _, g = self.personal.grad(x, y, clients, track=True)  # BatchNorm, as a step
                 bank.track_statistics(x, clients=clients)     # the global copy has no forward
                 v = self.personal.flat[clients]
-                self.personal.flat[clients] = v - tr["lr"] * (g + self.p["lam"] * (v - anchor[clients]))
-                bank.flat[clients] = bank.flat[clients] - tr["lr"] * g
+                self.personal.flat[clients] = v - tr.lr * (g + self.hp.lam * (v - anchor[clients]))
+                bank.flat[clients] = bank.flat[clients] - tr.lr * g
 
     def personal_models(self) -> torch.Tensor:
         return self.personal.flat

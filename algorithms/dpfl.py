@@ -61,13 +61,13 @@ def resolve_budget(value, n: int, path: str) -> int | None:
     raise ConfigError(path, value, BUDGET_ALLOWED)
 
 
-def peer_budget(spec: dict, n: int, path: str) -> int | None:
+def peer_budget(budget, counts_self: bool, n: int, path: str) -> int | None:
     """Most peers a client may aggregate: B_c, or B_c - 1 when B_c counts the client itself."""
-    bc = resolve_budget(spec["budget"], n, f"{path}.budget")
-    if bc is None or not spec["budget_counts_self"]:
+    bc = resolve_budget(budget, n, f"{path}.budget")
+    if bc is None or not counts_self:
         return bc
     if bc < 2:
-        raise ConfigError(f"{path}.budget", spec["budget"], "at least 2 clients (B_c counts the "
+        raise ConfigError(f"{path}.budget", budget, "at least 2 clients (B_c counts the "
                           "client itself: budget_counts_self is true)")
     return bc - 1
 
@@ -118,25 +118,25 @@ class DPFL(Algorithm):
         super().__init__(ctx)
         self.bank = self.new_bank()
         n = self.n
-        cap = peer_budget(self.p, n, "algorithms.budget")
-        scenario_cap = self.sim.budget.get("peers_per_round")
+        cap = peer_budget(self.hp.budget, self.hp.budget_counts_self, n, "algorithms.budget")
+        scenario_cap = self.net.peer_budget
         if scenario_cap is not None:
             cap = scenario_cap if cap is None else min(cap, scenario_cap)
         self.cap = cap
-        self.sim.budget = {**self.sim.budget, "peers_per_round": cap}
+        self.net.peer_budget = cap
         sizes = (self.data.n["train"] + self.data.n["val"]).to(self.device, self.bank.flat.dtype)
-        self.weight = sizes if self.p["weighting"] == "data" else torch.ones_like(sizes)
-        steps = self.train["local_steps"]
-        self.tau = self.p["tau_init"] or 2 * steps
+        self.weight = sizes if self.hp.weighting == "data" else torch.ones_like(sizes)
+        steps = self.train.local_steps
+        self.tau = self.hp.tau_init or 2 * steps
         self.r0 = math.ceil(self.tau / steps)
         self.reward = ValidationReward(self.bank, self.data)
-        group = self.p["local_only_group"]
+        group = self.hp.local_only_group
         self.runs = np.ones(n, bool) if group is None else np.asarray(self.data.group) != group
         if self.runs.all() and group is not None:
-            raise ConfigError(f"algorithms.{self.p['label']}.local_only_group", group,
+            raise ConfigError(f"algorithms.{self.hp.label}.local_only_group", group,
                               "a group of the partition: "
                               + ", ".join(sorted(set(self.data.group))))
-        self.reachable = self.sim.adjacency.T.copy()            # [dst, src]: candidate senders
+        self.reachable = self.net.in_edges()            # [dst, src]: candidate senders
         self.omega = np.zeros((n, n), bool)                     # Ω_k, fixed after preprocessing
         self.selected = np.zeros((n, n), bool)                  # C_k of the last GGC call
         self.used = np.zeros((n, n), bool)                      # peers aggregated this round
@@ -149,7 +149,7 @@ class DPFL(Algorithm):
 
     @classmethod
     def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
-        peer_budget(spec, cfg["clients"], path)
+        peer_budget(spec["budget"], spec["budget_counts_self"], cfg["clients"], path)
         steps = spec["train"]["local_steps"]
         r0 = math.ceil((spec["tau_init"] or 2 * steps) / steps)
         if r0 >= cfg["schedule"]["rounds"]:
@@ -165,7 +165,7 @@ class DPFL(Algorithm):
         returns which arrived ``[K, N]``. Steps after the first of a round get their own engine
         round (so the peer budget holds per step)."""
         if self._step_open:
-            self.ctx.recorder.network_row(self.sim.end_round())
+            self.net.new_step()
         request = np.zeros((self.n, self.n), bool)
         request[clients] = want
         ex = self.exchange(request, self.payload, ready=ready, round_start=round_start)
@@ -196,12 +196,12 @@ class DPFL(Algorithm):
         """Ω_k = BGGC(k, candidates, B_c) and the average over Ω_k ∪ {k} (Alg. 1 lines 3-4)."""
         own = self.bank.flat[torch.as_tensor(clients, device=self.device)]
         return bggc(clients, candidates, own, self.weight, self.cap, self.reward, self.rng,
-                    self.fetcher(clients), batch=self.cap or self.n - 1, tie=self.p["tie"])
+                    self.fetcher(clients), batch=self.cap or self.n - 1, tie=self.hp.tie)
 
     def select(self, clients: np.ndarray, arrived: np.ndarray) -> Selection:
         """C_k = GGC(k, arrived models of Ω_k, B_c) (Alg. 1 line 10)."""
         return ggc(clients, arrived, self.bank.flat, self.weight, self.cap, self.reward, self.rng,
-                   self.p["tie"])
+                   self.hp.tie)
 
     # ------------------------------------------------------------------ rounds
     def round(self, t: int) -> None:
@@ -216,14 +216,14 @@ class DPFL(Algorithm):
         if t >= self.r0 - 1:
             self.log["used"].append(self.used.copy())
             self.log["rounds"].append(t)
-            self.log["engine_round"].append(self.sim.round)
-        if self.p["report"] == "best_val":
+            self.log["engine_round"].append(self.net.step)
+        if self.hp.report == "best_val":
             self.track_best()
 
     def preprocessing_round(self, t: int) -> None:
         """Alg. 1 lines 1-4: ``tau_init`` local steps spread over the first rounds, then BGGC."""
-        steps = min(self.train["local_steps"], self.tau - t * self.train["local_steps"])
-        done = self.compute_phase(active=self.sim.alive(), steps=steps).finished[: self.n]
+        steps = min(self.train.local_steps, self.tau - t * self.train.local_steps)
+        done = self.compute_phase(active=self.net.alive(), steps=steps).finished
         self.local_sgd(self.bank, steps, clients=self.index(done, self.device))
         self.trained.copy_(self.bank.flat)
         if t < self.r0 - 1:
@@ -236,17 +236,17 @@ class DPFL(Algorithm):
 
     def training_round(self, t: int) -> None:
         """Alg. 1 lines 6-12: local steps, receive from Ω_k, GGC, aggregate over C_k ∪ {k}."""
-        t0 = self.sim.now
-        comp = self.compute_phase(active=self.sim.alive())
-        done = comp.finished[: self.n]
-        self.local_sgd(self.bank, self.train["local_steps"], clients=self.index(done, self.device))
+        t0 = self.net.now
+        comp = self.compute_phase(active=self.net.alive())
+        done = comp.finished
+        self.local_sgd(self.bank, self.train.local_steps, clients=self.index(done, self.device))
         self.trained.copy_(self.bank.flat)
-        greedy = (t - self.r0) % self.p["period"] == 0
-        if not greedy and self.p["between"] == "local":
+        greedy = (t - self.r0) % self.hp.period == 0
+        if not greedy and self.hp.between == "local":
             return
         clients = np.flatnonzero(done & self.runs)
         pool = (self.omega if greedy else self.selected)[clients] & done[None, :]
-        arrived = self.receive(clients, pool, ready=comp.finish_time[: self.n], round_start=t0)
+        arrived = self.receive(clients, pool, ready=comp.finish_time, round_start=t0)
         if greedy:
             sel = self.select(clients, arrived)
             self.selected[clients] = sel.peers
@@ -259,12 +259,12 @@ class DPFL(Algorithm):
         idx = torch.as_tensor(clients, dtype=torch.long, device=self.device)
         self.used[clients] = sel.peers
         self.bank.set_rows(idx, sel.model)
-        if self.p["momentum"] == "reset":
+        if self.hp.momentum == "reset":
             self.bank.reset_momentum(idx)
 
     def current_models(self) -> torch.Tensor:
         """The personal models of this round (``evaluate``)."""
-        return self.trained if self.p["evaluate"] == "trained" else self.bank.flat
+        return self.trained if self.hp.evaluate == "trained" else self.bank.flat
 
     def track_best(self) -> None:
         """Keep each client's model with the best validation accuracy so far."""
@@ -277,7 +277,7 @@ class DPFL(Algorithm):
 
     # ------------------------------------------------------------------ outputs
     def personal_models(self) -> torch.Tensor:
-        return self.best if self.p["report"] == "best_val" else self.current_models()
+        return self.best if self.hp.report == "best_val" else self.current_models()
 
     def collaboration(self) -> np.ndarray:
         """Row k: the p-weights of C_k ∪ {k} aggregated this round (identity without one)."""

@@ -41,15 +41,15 @@ class DPSGD(Gossip):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        adj = self.sim.adjacency
+        adj = self.net.in_edges()
         if not np.array_equal(adj, adj.T):
             raise ConfigError("network.topology.name", ctx.cfg["network"]["topology"]["name"],
                               "an undirected topology for dpsgd (complete, ring, torus, grid, "
                               "small_world, scale_free, random_geometric)")
         self.weights = np.asarray(metropolis_weights(adj), float)
         self.push_sum = None
-        if self.p["loss_recovery"] == "running_sums":
-            self.push_sum = PushSum.from_spec(self.n, self.p, self.push_sum_graph().draining)
+        if self.hp.loss_recovery == "running_sums":
+            self.push_sum = PushSum.from_params(self.n, self.hp, self.push_sum_graph().draining)
             self.w = self.push_sum.fresh_weights(self.device)
             self.z = self.push_sum.bias(self.bank.flat, self.w)
 

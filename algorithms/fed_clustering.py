@@ -79,14 +79,14 @@ class FederatedClustering(Algorithm):
                               f"partition {cfg['data']['partition']['name']!r} has no true clusters")
 
     def round(self, t: int) -> None:
-        for _ in range(self.train["local_steps"]):
+        for _ in range(self.train.local_steps):
             self.step()
 
     def step(self) -> None:
         """One FC step: models down, N gradients per client, TC, heavy-ball step."""
         n, size = self.n, self.bank.size_bytes
-        werner = self.p["orientation"] == "werner"
-        t0 = self.sim.now
+        werner = self.hp.orientation == "werner"
+        t0 = self.net.now
         comp, _ = self.broadcast(np.ones(n, bool), n * size, steps=n)
         arrived = np.flatnonzero(self.gather(comp, (n if werner else 1) * size, t0))
         if arrived.size == 0:
@@ -101,7 +101,7 @@ class FederatedClustering(Algorithm):
             cols = np.arange(n)
         own = cand[torch.arange(len(arrived)), torch.as_tensor(np.searchsorted(cols, arrived))]
         v, kept = threshold_clustering(cand, own, self.threshold_rank(arrived, len(cols)),
-                                       self.p["tc_rounds"])
+                                       self.hp.tc_rounds)
         self.W[arrived] = 0.0
         self.W[np.ix_(arrived, cols)] = kept.cpu().numpy() / len(cols)
         self.heavy_ball(rows, v)
@@ -109,7 +109,7 @@ class FederatedClustering(Algorithm):
     def cross_gradients(self, rows: torch.Tensor) -> torch.Tensor:
         """``grad f_i(x_j)`` for the listed clients i and every model j, one batch per client."""
         n, m = self.n, rows.numel()
-        x, y = self.data.sample_batch("train", self.train["batch_size"], self.gen, rows)
+        x, y = self.data.sample_batch("train", self.train.batch_size, self.gen, rows)
         owners = rows.repeat_interleave(n)
         _, g = self.bank.grad(x.repeat_interleave(n, 0), y.repeat_interleave(n, 0), owners,
                               flat=self.bank.flat.repeat(m, 1))
@@ -118,7 +118,7 @@ class FederatedClustering(Algorithm):
 
     def threshold_rank(self, updated: np.ndarray, c: int) -> torch.Tensor:
         """Rank of tau among the c sorted distances for each updated row."""
-        q = self.p["quantile"]
+        q = self.hp.quantile
         rank = (self.cluster_size[updated] - 1 if q is None
                 else np.full(len(updated), int(np.floor(c * q))))
         return torch.as_tensor(np.clip(rank, 0, c - 1), device=self.device)
@@ -127,9 +127,9 @@ class FederatedClustering(Algorithm):
         """``m <- mu m + (v + wd x); x <- x - eta m`` for the updated rows."""
         tr = self.train
         x = self.bank.flat[rows]
-        m = tr["momentum"] * self.buf[rows] + v + tr["weight_decay"] * x
+        m = tr.momentum * self.buf[rows] + v + tr.weight_decay * x
         self.buf[rows] = m
-        self.bank.flat[rows] = x - tr["lr"] * m
+        self.bank.flat[rows] = x - tr.lr * m
 
     def personal_models(self) -> torch.Tensor:
         return self.bank.flat

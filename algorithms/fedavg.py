@@ -39,9 +39,9 @@ class ServerAveraging(Algorithm):
         self.onehot = torch.zeros(k, self.n, device=self.device)
         self.onehot[torch.as_tensor(self.group), torch.arange(self.n)] = 1.0
         sizes = self.data.n["train"].to(self.device, torch.float32)
-        self.weight = sizes if self.p["weighting"] == "data" else torch.ones_like(sizes)
+        self.weight = sizes if self.hp.weighting == "data" else torch.ones_like(sizes)
         self.server_models = self.bank.flat[:1].repeat(k, 1).clone()
-        self.m = max(1, int(round(self.p["participation"] * self.n)))
+        self.m = max(1, int(round(self.hp.participation * self.n)))
 
     def groups(self) -> np.ndarray:
         """Group id of each client; one server model per group."""
@@ -52,15 +52,15 @@ class ServerAveraging(Algorithm):
         return None
 
     def round(self, t: int) -> None:
-        t0 = self.sim.now
+        t0 = self.net.now
         sampled = np.zeros(self.n, bool)
         sampled[self.rng.choice(self.n, self.m, replace=False)] = True
         comp, received = self.broadcast(sampled, self.bank.size_bytes)
         idx = self.index(received, self.device)
         self.bank.flat[idx] = self.server_models[torch.as_tensor(self.group)[idx.cpu()].to(self.device)]
         self.bank.reset_momentum(idx)
-        self.local_sgd(self.bank, self.train["local_steps"],
-                       clients=self.index(comp.finished[:self.n], self.device), prox=self.prox())
+        self.local_sgd(self.bank, self.train.local_steps,
+                       clients=self.index(comp.finished, self.device), prox=self.prox())
         arrived = self.gather(comp, self.bank.size_bytes, t0)
         self.aggregate(torch.as_tensor(arrived, device=self.device))
 
@@ -108,7 +108,7 @@ class FedProx(ServerAveraging):
     fields = {**SERVER_FIELDS, "mu": Field("float", 0.1, "proximal weight mu", lo=0)}
 
     def prox(self) -> tuple[float, torch.Tensor]:
-        return self.p["mu"], self.personal_models()
+        return self.hp.mu, self.personal_models()
 
 
 @register("fedavg_ft")
@@ -122,7 +122,7 @@ class FedAvgFT(ServerAveraging):
     def __init__(self, ctx):
         super().__init__(ctx)
         rounds = ctx.cfg["schedule"]["rounds"]
-        self.ft = self.p["finetune_rounds"] or max(1, rounds // 5)
+        self.ft = self.hp.finetune_rounds or max(1, rounds // 5)
         self.start_ft = rounds - self.ft
         self.tuning = False
 
@@ -141,8 +141,8 @@ class FedAvgFT(ServerAveraging):
             self.bank.flat.copy_(super().personal_models())
             self.bank.reset_momentum()
             self.tuning = True
-        done = self.compute_phase(active=self.sim.alive()).finished[: self.n]
-        self.local_sgd(self.bank, self.train["local_steps"], clients=self.index(done, self.device))
+        done = self.compute_phase(active=self.net.alive()).finished
+        self.local_sgd(self.bank, self.train.local_steps, clients=self.index(done, self.device))
 
     def personal_models(self) -> torch.Tensor:
         return self.bank.flat if self.tuning else super().personal_models()

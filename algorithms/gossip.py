@@ -25,7 +25,7 @@ class Gossip(Algorithm):
 
     def requests(self, t: int) -> np.ndarray:
         """``request[dst, src]``: the base graph's out-edges of every node."""
-        return self.sim.adjacency.T.copy()
+        return self.net.in_edges()
 
     def mixing(self, ex: ExchangeResult) -> np.ndarray:
         raise NotImplementedError
@@ -35,11 +35,11 @@ class Gossip(Algorithm):
 
     def step(self, t: int) -> tuple[ExchangeResult, torch.Tensor]:
         """Compute and exchange phases of round t; returns the exchange and each displacement."""
-        t0 = self.sim.now
-        comp = self.compute_phase(active=self.sim.alive())
-        done = comp.finished[: self.n]
+        t0 = self.net.now
+        comp = self.compute_phase(active=self.net.alive())
+        done = comp.finished
         before = self.bank.flat.clone()
-        self.local_sgd(self.bank, self.train["local_steps"], clients=self.index(done, self.device))
+        self.local_sgd(self.bank, self.train.local_steps, clients=self.index(done, self.device))
         delta = self.bank.flat - before
         ex = self.exchange(self.requests(t) & done[None, :], self.payload_bytes(),
                            ready=np.full(self.n, t0))

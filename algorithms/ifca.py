@@ -60,7 +60,7 @@ class IFCA(ServerAveraging):
             raise ConfigError(f"{path}.clusters", k, f"an int in [1, {cfg['clients']}]")
 
     def round(self, t: int) -> None:
-        size, t0 = self.bank.size_bytes, self.sim.now
+        size, t0 = self.bank.size_bytes, self.net.now
         sampled = np.zeros(self.n, bool)
         sampled[self.rng.choice(self.n, self.m, replace=False)] = True
         comp, received = self.broadcast(sampled, self.k * size)     # all K models down
@@ -70,17 +70,17 @@ class IFCA(ServerAveraging):
         self.bank.flat[idx] = self.server_models[torch.as_tensor(self.group, device=self.device)[idx]]
         self.bank.reset_momentum(idx)
         start = self.bank.flat.clone()
-        self.local_sgd(self.bank, self.train["local_steps"],
-                       clients=self.index(comp.finished[:self.n], self.device))
+        self.local_sgd(self.bank, self.train.local_steps,
+                       clients=self.index(comp.finished, self.device))
         arrived = torch.as_tensor(self.gather(comp, size + 8, t0), device=self.device)  # + cluster id
-        if self.p["aggregation"] == "mean":
+        if self.hp.aggregation == "mean":
             self.aggregate(arrived)
         else:
             self.server_models += (self.onehot * arrived[None, :]) @ (self.bank.flat - start)
 
     def choose(self, idx: torch.Tensor) -> torch.Tensor:
         """``argmin_j F_i(theta_j)`` for the listed clients (first index on ties)."""
-        if self.p["select"] == "data":
+        if self.hp.select == "data":
             x, y, mask = self.train_split
             x, y, mask = x[idx], y[idx], mask[idx]
         else:
@@ -89,7 +89,7 @@ class IFCA(ServerAveraging):
         for j in range(self.k):                      # a loop over the K candidate models
             rows = self.server_models[j].expand(idx.numel(), -1)
             if x is None:
-                xb, yb = self.data.sample_batch("train", self.train["batch_size"], self.gen, idx)
+                xb, yb = self.data.sample_batch("train", self.train.batch_size, self.gen, idx)
                 losses.append(self.bank.loss(xb, yb, idx, flat=rows))
             else:
                 losses.append(self.bank.evaluate(x, y, mask, idx, flat=rows)[1])

@@ -17,8 +17,8 @@ class Local(Algorithm):
         self.bank = self.new_bank()
 
     def round(self, t: int) -> None:
-        done = self.compute_phase(active=self.sim.alive()).finished[: self.n]
-        self.local_sgd(self.bank, self.train["local_steps"], clients=self.index(done, self.device))
+        done = self.compute_phase(active=self.net.alive()).finished
+        self.local_sgd(self.bank, self.train.local_steps, clients=self.index(done, self.device))
 
     def personal_models(self) -> torch.Tensor:
         return self.bank.flat

@@ -100,18 +100,18 @@ class PDBOMTL(Algorithm):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.mode = self.p.get("hypergradient", "local")
-        self.model = EnsembleModel(ctx.model, self.p["learners"])
+        self.mode = getattr(self.hp, "hypergradient", "local")
+        self.model = EnsembleModel(ctx.model, self.hp.learners)
         self.bank = ClientBank(self.model, self.n, self.device, ctx.streams.torch("init", "cpu"),
                                task=self.data.task, loss_scale=self.data.loss_scale)
         self.dx = self.model.inner_dim
         self.x0 = self.bank.flat[:, : self.dx].clone()
         self.lam = self.bank.flat[:, self.dx:].clone()
-        graph = self.push_sum_graph() if self.p["inner"] == "sgp" else None
-        self.push_sum = PushSum.from_spec(self.n, self.p, None if graph is None else graph.draining)
+        graph = self.push_sum_graph() if self.hp.inner == "sgp" else None
+        self.push_sum = PushSum.from_params(self.n, self.hp, None if graph is None else graph.draining)
         self.w = self.push_sum.fresh_weights(self.device)
         self.z = self.push_sum.bias(self.x0, self.w)
-        self.adam = _Adam(self.lam, self.p["outer_lr"], tuple(self.p["adam_betas"]))
+        self.adam = _Adam(self.lam, self.hp.outer_lr, tuple(self.hp.adam_betas))
         self.current = self.bank.flat.clone()
         self.best: tuple[float, Tensor] | None = None
         self.val_history: list[float] = []
@@ -119,7 +119,7 @@ class PDBOMTL(Algorithm):
         self.last_mixing = np.eye(self.n)
         self._gen_state = self.gen.get_state()
         self._val = self.data.full("val")
-        self._outer_data = self.data.full(self.p["outer_split"])
+        self._outer_data = self.data.full(self.hp.outer_split)
         floats = self.bank.flat.element_size()
         self.sgp_bytes, self.u_bytes = floats * (self.dx + 1), floats * self.dx
 
@@ -149,9 +149,9 @@ class PDBOMTL(Algorithm):
     def round(self, t: int) -> None:
         if self.mode == "none" and t > 0:
             return                                  # lambda never moves: nothing left to solve
-        if self.p["fixed_batches"]:
+        if self.hp.fixed_batches:
             self.gen.set_state(self._gen_state)
-        if self.p["reinit"] or t == 0:
+        if self.hp.reinit or t == 0:
             self.w = self.push_sum.fresh_weights(self.device)
             self.z = self.push_sum.bias(self.x0, self.w)
             self.push_sum.reset()
@@ -168,7 +168,7 @@ class PDBOMTL(Algorithm):
     def _inner_grad_fn(self, xb: Tensor, yb: Tensor, track: bool = False):
         """``(x, lam) -> grad_x f(x, lam; xi)`` for all agents: mixture NLL + wd / 2 ||x||^2.
         ``track`` (a training step of a BatchNorm model): ``-> (grad, batch statistics)``."""
-        wd = self.train["weight_decay"]
+        wd = self.train.weight_decay
 
         def f(x: Tensor, lam: Tensor):
             stats: dict | None = {} if track else None
@@ -183,19 +183,19 @@ class PDBOMTL(Algorithm):
 
     def inner_lr(self, step: int) -> float:
         """train.lr x 0.1 per milestone of ``decay_last`` reached (App. A.3)."""
-        left = self.p["inner_steps"] - step
-        return self.train["lr"] * 0.1 ** sum(left <= last for last in self.p["decay_last"])
+        left = self.hp.inner_steps - step
+        return self.train.lr * 0.1 ** sum(left <= last for last in self.hp.decay_last)
 
     def solve_inner(self) -> EdgeStats | None:
         """T inner steps from the current (z, w) with lambda fixed; returns SGP's edge stats."""
-        sgp = self.p["inner"] == "sgp"
+        sgp = self.hp.inner == "sgp"
         stats = EdgeStats(self.n) if sgp else None
         mixing = np.zeros((self.n, self.n))
         delivered = np.zeros((self.n, self.n), bool)
-        for s in range(self.p["inner_steps"]):
-            t0 = self.sim.now
-            done = self.compute_phase(active=self.sim.alive(), steps=1).finished[: self.n]
-            xb, yb = self.data.sample_batch("train", self.train["batch_size"], self.gen)
+        for s in range(self.hp.inner_steps):
+            t0 = self.net.now
+            done = self.compute_phase(active=self.net.alive(), steps=1).finished
+            xb, yb = self.data.sample_batch("train", self.train.batch_size, self.gen)
             if self.bank.running is None:
                 g = self._inner_grad_fn(xb, yb)(self.x(), self.lam)
             else:                                        # BatchNorm: as a training step would
@@ -206,7 +206,7 @@ class PDBOMTL(Algorithm):
             mask = torch.as_tensor(done, dtype=g.dtype, device=self.device)[:, None]
             update = self.inner_lr(s) * mask * g
             if sgp:  # the pre-step (z, w) goes out while the gradient is computed (Nedić form)
-                ex = self.exchange(self.sim.adjacency.T & done[None, :], self.sgp_bytes,
+                ex = self.exchange(self.net.in_edges() & done[None, :], self.sgp_bytes,
                                    ready=np.full(self.n, t0))
                 push = push_sum_weights(ex.link_up)
                 stats.update(push, ex.delivered, done)
@@ -217,7 +217,7 @@ class PDBOMTL(Algorithm):
             self.z = self.z - update * self.push_sum.step_scale(self.w, update.dtype)
         if sgp:
             self.log_links(delivered)
-            self.last_mixing = mixing / self.p["inner_steps"]
+            self.last_mixing = mixing / self.hp.inner_steps
         return stats
 
     # ------------------------------------------------------------------ outer problem
@@ -226,19 +226,19 @@ class PDBOMTL(Algorithm):
         xs, ys, mask = self._outer_data
         params = self.bank.params(torch.cat([x, lam], 1))
         logp = (self.model.forward(params, xs, buffers=self.bank.buffers())
-                if self.bank.running is not None and self.p["outer_bn"] == "eval" else
+                if self.bank.running is not None and self.hp.outer_bn == "eval" else
                 self.model.forward(params, xs))
         nll = -logp.gather(-1, ys.unsqueeze(-1)).squeeze(-1)
         per_agent = (nll * mask).sum(1) / mask.sum(1).clamp(min=1) * self.bank.loss_scale
-        rho = self.p["outer_weight_decay"]
+        rho = self.hp.outer_weight_decay
         return (per_agent + 0.5 * rho * lam.pow(2).sum(1)).sum() / self.n
 
     def edge_statistics(self, stats: EdgeStats | None) -> tuple[np.ndarray, np.ndarray]:
         """``(p_bar, delta_bar)``, receiver-major: estimated during SGP, or from the models."""
-        if self.p["edge_stats"] == "estimated":
+        if self.hp.edge_stats == "estimated":
             return stats.p_bar(), stats.delta_bar()
-        avail = self.sim.links.availability() * self.sim.adjacency
-        return expected_push_weights(avail), (avail * (1.0 - self.sim.loss.probability())).T
+        return (expected_push_weights(self.net.link_probability().T),
+                self.net.delivery_probability())
 
     def hypergradient(self, x: Tensor, stats: EdgeStats | None) -> Tensor:
         """Estimate of d_{lambda_i} F_bar for every agent (Alg. 2; M = 0 for ``local``)."""
@@ -247,13 +247,13 @@ class PDBOMTL(Algorithm):
             return gl
         w = self.w.to(gx.dtype)
         u, v = gx / w, gl
-        w_step = torch.clamp(w, min=self.p["min_weight"])   # the step's 1/w, capped as in SGP
+        w_step = torch.clamp(w, min=self.hp.min_weight)   # the step's 1/w, capped as in SGP
         p_bar, delta_bar = self.edge_statistics(stats)
-        gamma = self.p["hgp_lr"] or self.inner_lr(self.p["inner_steps"])
-        for _ in range(self.p["neumann_steps"]):
-            t0 = self.sim.now
-            done = self.compute_phase(active=self.sim.alive(), steps=1).finished[: self.n]
-            ex = self.exchange(self.sim.adjacency.T & done[None, :], self.u_bytes,
+        gamma = self.hp.hgp_lr or self.inner_lr(self.hp.inner_steps)
+        for _ in range(self.hp.neumann_steps):
+            t0 = self.net.now
+            done = self.compute_phase(active=self.net.alive(), steps=1).finished
+            ex = self.exchange(self.net.in_edges() & done[None, :], self.u_bytes,
                                ready=np.full(self.n, t0))
             c = torch.as_tensor(hgp_weights(p_bar, delta_bar, ex.delivered), dtype=u.dtype,
                                 device=self.device)
@@ -265,10 +265,10 @@ class PDBOMTL(Algorithm):
 
     def products(self, x: Tensor, u: Tensor) -> tuple[Tensor, Tensor]:
         """``(H u, (d_lambda grad_x f)^T u)`` on one mini-batch (``same_sample``) or two."""
-        batch = self.train["batch_size"]
+        batch = self.train.batch_size
         xb, yb = self.data.sample_batch("train", batch, self.gen)
         hvp, mixed = grad_vjp(self._inner_grad_fn(xb, yb), x, self.lam, u)
-        if not self.p["same_sample"]:
+        if not self.hp.same_sample:
             xb, yb = self.data.sample_batch("train", batch, self.gen)
             _, mixed = grad_vjp(self._inner_grad_fn(xb, yb), x, self.lam, u)
         return hvp, mixed
@@ -294,7 +294,7 @@ class PDBOMTL(Algorithm):
                 "push-sum weight": self.w, "outer weights lambda": self.lam}
 
     def personal_models(self) -> Tensor:
-        if self.p["select"] == "best_val" and self.best is not None:
+        if self.hp.select == "best_val" and self.best is not None:
             return self.best[1]
         return self.current
 

@@ -77,18 +77,15 @@ class PFedGraph(ServerAveraging):
         self.theta_init = self.bank.flat[0].clone()
         self.graph = (np.ones((self.n, self.n)) - np.eye(self.n)) / max(self.n - 1, 1)
         self.cluster: Tensor | None = None
-        self.sign = 1.0 if self.p["reg_sign"] == "released" else -1.0
+        self.sign = 1.0 if self.hp.reg_sign == "released" else -1.0
 
     def groups(self) -> np.ndarray:
         """One personalised server model per client."""
         return np.arange(self.n)
 
-    def exchange(self, request, nbytes, ready=None, round_start=None):
+    def broadcast(self, to: np.ndarray, nbytes, steps: int | None = None):
         """The server's messages carry θ_i and c_i (2d) once a graph exists."""
-        if self.cluster is not None:
-            nbytes = np.array(np.broadcast_to(np.asarray(nbytes, float), request.shape))
-            nbytes[:, self.n] *= 2
-        return super().exchange(request, nbytes, ready=ready, round_start=round_start)
+        return super().broadcast(to, nbytes * (2 if self.cluster is not None else 1), steps)
 
     def local_sgd(self, bank: ClientBank, steps: int, clients: Tensor | None = None,
                   prox=None) -> None:
@@ -98,10 +95,9 @@ class PFedGraph(ServerAveraging):
             return
         tr, c = self.train, self.cluster[clients]
         for _ in range(steps):
-            x, y = self.data.sample_batch("train", tr["batch_size"], self.gen, clients)
-            extra = cosine_regulariser_grad(bank.flat[clients], c, self.sign * self.p["lam"])
-            bank.sgd_step(x, y, lr=tr["lr"], momentum=tr["momentum"],
-                          weight_decay=tr["weight_decay"], clip=tr["clip"], clients=clients,
+            x, y = self.data.sample_batch("train", tr.batch_size, self.gen, clients)
+            extra = cosine_regulariser_grad(bank.flat[clients], c, self.sign * self.hp.lam)
+            bank.sgd_step(x, y, tr.sgd, clients=clients,
                           extra_grad=extra)
 
     def aggregate(self, arrived: Tensor) -> None:
@@ -111,8 +107,8 @@ class PFedGraph(ServerAveraging):
             return
         theta = self.bank.flat[s]
         p = self.weight[s] / self.weight[s].sum()
-        a = graph_rows(theta - self.theta_init, p.to(theta.dtype), self.p["alpha"],
-                       self.p["threshold"])
+        a = graph_rows(theta - self.theta_init, p.to(theta.dtype), self.hp.alpha,
+                       self.hp.threshold)
         rows = s.cpu().numpy()
         self.graph[rows] = 0.0
         self.graph[np.ix_(rows, rows)] = a.cpu().numpy()

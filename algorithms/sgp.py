@@ -41,13 +41,13 @@ class SGP(Gossip):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        graph = self.push_sum_graph() if self.p["peers"] == "all" else None
-        self.push_sum = PushSum.from_spec(self.n, self.p, None if graph is None else graph.draining)
+        graph = self.push_sum_graph() if self.hp.peers == "all" else None
+        self.push_sum = PushSum.from_params(self.n, self.hp, None if graph is None else graph.draining)
         self.w = self.push_sum.fresh_weights(self.device)
         self.z = self.push_sum.bias(self.bank.flat, self.w)
 
     def requests(self, t: int) -> np.ndarray:
-        if self.p["peers"] == "all":
+        if self.hp.peers == "all":
             return super().requests(t)
         req = np.zeros((self.n, self.n), bool)
         req[exponential_peer(self.n, t), np.arange(self.n)] = True
@@ -58,13 +58,13 @@ class SGP(Gossip):
 
     def round(self, t: int) -> None:
         ex, delta = self.step(t)
-        z = self.z if self.p["form"] == "nedic" else self.push_sum.bias(self.bank.flat, self.w)
+        z = self.z if self.hp.form == "nedic" else self.push_sum.bias(self.bank.flat, self.w)
         z, w = self.push_sum.step([z, self.w], push_sum_weights(ex.link_up), ex.link_up,
                                   ex.delivered)
         self.last_mixing = self.push_sum.last_mixing
         self.w = w
         self.z = z + delta * self.push_sum.step_scale(w, delta.dtype) \
-            if self.p["form"] == "nedic" else z
+            if self.hp.form == "nedic" else z
         self.bank.flat.copy_(self.push_sum.debias(self.z, self.w, self.bank.flat.dtype))
 
     def health(self) -> dict[str, torch.Tensor]:

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from netsim.models import auto_backend, build_model
 from netsim.runtime import ClientBank, resolve_device
+from netsim.runtime.sgd import SGD
 
 BATCH, LOCAL, CLASSES, LR, MOMENTUM = 32, 64, 10, 0.05, 0.9
 
@@ -54,7 +55,7 @@ def _batched_step(spec: dict, shape: tuple, n: int, device: torch.device,
 
     def step() -> None:
         idx = torch.randint(0, LOCAL, (n, BATCH), generator=gen, device=device)
-        bank.sgd_step(X[rows, idx], Y[rows, idx], lr=LR, momentum=MOMENTUM)
+        bank.sgd_step(X[rows, idx], Y[rows, idx], SGD(lr=LR, momentum=MOMENTUM))
     return step
 
 

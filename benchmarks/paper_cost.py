@@ -40,6 +40,7 @@ from netsim.data.standins import write_standin
 from netsim.models import build_model
 from netsim.models.ensemble import EnsembleModel
 from netsim.runtime import ClientBank
+from netsim.runtime.sgd import SGD
 
 ROOT = Path(__file__).resolve().parent.parent
 #: samples of the full public dataset (train + test files), for the data-memory estimate
@@ -76,7 +77,7 @@ def measure(cfg: dict, clients: int, repeats: int, standin: Path) -> dict:
     y = torch.randint(0, ds.num_classes, (clients, b))
 
     def step() -> None:
-        bank.sgd_step(x, y, lr=1e-3, momentum=cfg["train"]["momentum"])
+        bank.sgd_step(x, y, SGD(lr=1e-3, momentum=cfg["train"]["momentum"]))
     step()
     times = []
     for _ in range(repeats):

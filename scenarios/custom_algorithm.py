@@ -30,8 +30,8 @@ class GossipFineTune(DPSGD):
 
     def round(self, t: int) -> None:
         super().round(t)                                   # gossip: compute, exchange, mix
-        steps = self.p["personal_steps"]
-        done = self.compute_phase(steps=steps).finished[: self.n]   # simulated time it takes
+        steps = self.hp.personal_steps
+        done = self.compute_phase(steps=steps).finished             # simulated time it takes
         self.personal.flat.copy_(super().personal_models())
         self.personal.reset_momentum()
         self.local_sgd(self.personal, steps, clients=self.index(done, self.device))  # batched

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from netsim.runtime.sgd import SGD
 
 
 def reference_optimizers(refs: list[torch.nn.Module], lr: float, momentum: float,
@@ -17,8 +18,8 @@ def step_both(bank, refs: list[torch.nn.Module], opts: list[torch.optim.SGD], x:
     """One ``bank.sgd_step`` and the same step of every client's module (train mode, cross
     entropy); the pre-step losses agree within ``tol``."""
     group = opts[0].param_groups[0]
-    loss = bank.sgd_step(x, y, lr=group["lr"], momentum=group["momentum"],
-                         weight_decay=group["weight_decay"])
+    loss = bank.sgd_step(x, y, SGD(lr=group["lr"], momentum=group["momentum"],
+                                   weight_decay=group["weight_decay"]))
     for i, (ref, opt) in enumerate(zip(refs, opts)):
         ref.train()
         opt.zero_grad()

@@ -53,14 +53,14 @@ def test_one_step_matches_autograd_for_v_w_and_adaptive_alpha():
     alg.local_sgd(alg.bank, 1, clients=idx)
 
     alg.gen.set_state(state)
-    x, y = alg.data.sample_batch("train", alg.train["batch_size"], alg.gen, idx)
+    x, y = alg.data.sample_batch("train", alg.train.batch_size, alg.gen, idx)
     w = w0[idx].clone().requires_grad_(True)
     v = v0[idx].clone().requires_grad_(True)
     a = a0[idx].clone().requires_grad_(True)
     f_vbar = alg.bank.loss(x, y, clients=idx, flat=a[:, None] * v + (1 - a[:, None]) * w.detach())
     gv, ga = torch.autograd.grad(f_vbar.sum(), (v, a))
     (gw,) = torch.autograd.grad(alg.bank.loss(x, y, clients=idx, flat=w).sum(), (w,))
-    lr = alg.train["lr"]
+    lr = alg.train.lr
     torch.testing.assert_close(alg.bank.flat[idx], w0[idx] - lr * gw)
     torch.testing.assert_close(alg.v[idx], v0[idx] - lr * gv)
     torch.testing.assert_close(alg.alpha[idx], (a0[idx] - 0.3 * (ga + 0.02 * a0[idx])).clamp(0, 1))

@@ -8,6 +8,7 @@ from netsim.errors import ConfigError
 from netsim.models import build_model
 from netsim.runtime import ClientBank, metropolis_weights, mix, resolve_device, rows_normalise
 from netsim.runtime import bank as bank_module
+from netsim.runtime.sgd import SGD
 from tests.sgd_reference import reference_optimizers, step_both
 
 N, B, K = 4, 8, 5
@@ -60,7 +61,7 @@ def test_nesterov_and_per_client_lr_match_reference():
             for i, r in enumerate(refs)]
     for step in range(5):
         x, y = _batch((6,), seed=step)
-        bank.sgd_step(x, y, lr=lrs, momentum=0.5, nesterov=True)
+        bank.sgd_step(x, y, SGD(lr=lrs, momentum=0.5, nesterov=True))
         for i, (ref, opt) in enumerate(zip(refs, opts)):
             opt.zero_grad()
             F.cross_entropy(ref(x[i]), y[i]).backward()
@@ -76,20 +77,20 @@ def test_subset_update_leaves_others_untouched(as_mask):
     before = bank.flat.clone()
     full = bank.copy()
     x, y = _batch((6,))
-    loss = bank.sgd_step(x[chosen], y[chosen], lr=0.1, momentum=0.9, clients=clients)
-    full.sgd_step(x, y, lr=0.1, momentum=0.9)
+    loss = bank.sgd_step(x[chosen], y[chosen], SGD(lr=0.1, momentum=0.9), clients=clients)
+    full.sgd_step(x, y, SGD(lr=0.1, momentum=0.9))
     assert loss.shape == (2,)
     assert torch.equal(bank.flat[[0, 2]], before[[0, 2]])
     torch.testing.assert_close(bank.flat[chosen], full.flat[chosen], atol=0, rtol=0)
     # momentum: the untouched clients take their first (buffer-free) step later
     fresh = _bank(same_init=False)
-    bank.sgd_step(x, y, lr=0.1, momentum=0.9)
-    fresh.sgd_step(x, y, lr=0.1, momentum=0.9)
+    bank.sgd_step(x, y, SGD(lr=0.1, momentum=0.9))
+    fresh.sgd_step(x, y, SGD(lr=0.1, momentum=0.9))
     torch.testing.assert_close(bank.flat[[0, 2]], fresh.flat[[0, 2]], atol=0, rtol=0)
     bank.reset_momentum(chosen)  # the next momentum step of these is a plain SGD step
     plain = bank.copy()
-    bank.sgd_step(x[chosen], y[chosen], lr=0.1, momentum=0.9, clients=chosen)
-    plain.sgd_step(x[chosen], y[chosen], lr=0.1, clients=chosen)
+    bank.sgd_step(x[chosen], y[chosen], SGD(lr=0.1, momentum=0.9), clients=chosen)
+    plain.sgd_step(x[chosen], y[chosen], SGD(lr=0.1), clients=chosen)
     torch.testing.assert_close(bank.flat, plain.flat, atol=0, rtol=0)
 
 
@@ -113,7 +114,8 @@ def test_prox_clip_and_extra_grad_match_hand_computation():
     norm = g.norm(dim=1, keepdim=True)
     assert (norm > clip).all()
     d_p = g * clip / (norm + 1e-6) + extra + mu * (p0 - anchor) + wd * p0
-    bank.sgd_step(x, y, lr=lr, weight_decay=wd, clip=clip, prox=(mu, anchor), extra_grad=extra)
+    bank.sgd_step(x, y, SGD(lr=lr, weight_decay=wd, clip=clip), prox=(mu, anchor),
+                  extra_grad=extra)
     torch.testing.assert_close(bank.flat, p0 - lr * d_p, atol=1e-6, rtol=1e-5)
     loss, grad = bank.grad(x, y)
     torch.testing.assert_close(grad, _logreg_grad(bank, x, y), atol=1e-6, rtol=1e-5)
@@ -223,15 +225,15 @@ def test_init_copy_set_rows_and_checkpoint():
     assert same.d == same.model.num_params and same.size_bytes == 4 * same.d
     assert same.params()["fc1.weight"].data_ptr() == same.flat.data_ptr()
     x, y = _batch((4,))
-    diff.sgd_step(x, y, lr=0.1, momentum=0.9)
+    diff.sgd_step(x, y, SGD(lr=0.1, momentum=0.9))
     state = diff.state_dict()
     twin = diff.copy()
     twin.set_rows(torch.tensor([1]), torch.zeros(1, diff.d))
     assert twin.flat[1].abs().sum() == 0 and diff.flat[1].abs().sum() > 0
-    diff.sgd_step(x, y, lr=0.1, momentum=0.9)
+    diff.sgd_step(x, y, SGD(lr=0.1, momentum=0.9))
     restored = _bank("mlp", (4,))
     restored.load_state_dict(state)
-    restored.sgd_step(x, y, lr=0.1, momentum=0.9)
+    restored.sgd_step(x, y, SGD(lr=0.1, momentum=0.9))
     assert torch.equal(restored.flat, diff.flat)
     with pytest.raises(ValueError):
         _bank("mlp", (5,)).load_state_dict(state)

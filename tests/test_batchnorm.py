@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from netsim.errors import ConfigError
 from netsim.models import build_model
 from netsim.runtime import ClientBank
+from netsim.runtime.sgd import SGD
 from tests.sgd_reference import reference_optimizers, step_both
 
 N, B, K = 3, 4, 5
@@ -78,8 +79,8 @@ def test_subset_steps_update_only_the_stepped_clients():
     x, y = _batch()
     before = bank.running.clone()
     chosen = torch.tensor([2, 0])
-    bank.sgd_step(x[chosen], y[chosen], lr=0.1, clients=chosen)
-    full.sgd_step(x, y, lr=0.1)
+    bank.sgd_step(x[chosen], y[chosen], SGD(lr=0.1), clients=chosen)
+    full.sgd_step(x, y, SGD(lr=0.1))
     assert torch.equal(bank.running[1], before[1]) and bank.tracked.tolist() == [1, 0, 1]
     torch.testing.assert_close(bank.running[chosen], full.running[chosen], atol=1e-12, rtol=0)
     # pure functions of the parameters: loss, grad and evaluate leave the statistics alone
@@ -91,7 +92,7 @@ def test_subset_steps_update_only_the_stepped_clients():
     bank.mix(torch.full((N, N), 1.0 / N, dtype=torch.float64))
     assert torch.equal(bank.running, state["running"])
     twin = bank.copy()
-    twin.sgd_step(x, y, lr=0.1)
+    twin.sgd_step(x, y, SGD(lr=0.1))
     assert not torch.equal(twin.running, bank.running)
     twin.load_state_dict(state)
     assert torch.equal(twin.running, bank.running) and torch.equal(twin.tracked, bank.tracked)
@@ -137,7 +138,7 @@ def test_mobilenet_v2_forward_reference_and_step(backend):
     out = bank.model.forward(params, x)
     assert out.shape == (N, B, K)
     refs = _references(bank)
-    bank.sgd_step(x, y, lr=0.1)
+    bank.sgd_step(x, y, SGD(lr=0.1))
     for i, ref in enumerate(refs):
         ref_out = ref(x[i])
         torch.testing.assert_close(out[i], ref_out, atol=1e-10, rtol=0)
@@ -165,7 +166,7 @@ def test_architectures():
 def test_models_without_batchnorm_have_no_buffers():
     bank = ClientBank(build_model("cnn", (1, 8, 8), K, "classification"), N, "cpu", _gen())
     x, y = _batch((1, 8, 8), dtype=torch.float32)
-    bank.sgd_step(x, y, lr=0.1, momentum=0.9)
+    bank.sgd_step(x, y, SGD(lr=0.1, momentum=0.9))
     assert bank.running is None and bank.buffers() == {}
     assert set(bank.state_dict()) == {"flat", "momentum"}
 
@@ -178,7 +179,7 @@ def test_pdbo_ensemble_keeps_running_stats_per_learner():
     assert bank.running.shape[1] == 2 * sum(v[0] for v in base.buffers.values())
     refs = _references(bank)
     x, y = _batch()
-    bank.sgd_step(x, y, lr=0.1)
+    bank.sgd_step(x, y, SGD(lr=0.1))
     for i, ref in enumerate(refs):
         F.nll_loss(ref(x[i]), y[i]).backward()
         torch.optim.SGD(ref.parameters(), lr=0.1).step()

@@ -119,11 +119,11 @@ def test_mixture_step_is_sgd_on_the_mixture_loss_with_the_chain_rule():
 
     alg.gen.set_state(state)
     idx = torch.tensor([0, 1, 3])
-    x, y = alg.data.sample_batch("train", alg.train["batch_size"], alg.gen, idx)
+    x, y = alg.data.sample_batch("train", alg.train.batch_size, alg.gen, idx)
     w = before[idx].clone().requires_grad_(True)
     loss = alg.bank.loss(x, y, clients=idx, flat=self_w[idx, None] * w + nb[idx]).sum()
     (g,) = torch.autograd.grad(loss, w)                           # d/dw_i f_i(alpha_ii w_i + nb_i)
-    torch.testing.assert_close(alg.mixer[idx], before[idx] - alg.train["lr"] * g)
+    torch.testing.assert_close(alg.mixer[idx], before[idx] - alg.train.lr * g)
     torch.testing.assert_close(alg.mixer[2], before[2])
 
 

@@ -2,6 +2,8 @@
 its communication accounting, best-validation reporting, Adam and configuration errors."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -130,7 +132,7 @@ def test_sgp_baseline_is_pdbo_at_its_first_outer_step_and_best_val_is_reported()
     best = int(np.argmax(pdbo.val_history))
     torch.testing.assert_close(pdbo.personal_models(), steps[best])
     assert not torch.equal(steps[1][:, pdbo.dx:], steps[0][:, pdbo.dx:])   # lambda moved
-    pdbo.p["select"] = "last"
+    pdbo.hp = dataclasses.replace(pdbo.hp, select="last")
     torch.testing.assert_close(pdbo.personal_models(), steps[-1])
 
 
@@ -213,7 +215,7 @@ def test_batchnorm_statistics_follow_the_sgp_steps_and_the_outer_cost_uses_them(
     assert not torch.equal(bank.running, initial)
     x = alg.x()
     eval_cost = alg._outer_cost(x, alg.lam)
-    alg.p = {**alg.p, "outer_bn": "train"}
+    alg.hp = dataclasses.replace(alg.hp, outer_bn="train")
     assert not torch.isclose(eval_cost, alg._outer_cost(x, alg.lam))   # running vs batch stats
     alg.round(1)                                  # re-initialised: statistics start again
     assert int(bank.tracked.max()) <= 4

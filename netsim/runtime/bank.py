@@ -36,6 +36,7 @@ from netsim.errors import ConfigError
 from netsim.models.base import BatchedModel, Params
 from netsim.runtime import resolve_device
 from netsim.runtime.mixing import Matrix, mix
+from netsim.runtime.sgd import SGD
 
 TASKS = ("classification", "regression")
 EVAL_MAX_ROWS = 16384  # client x sample rows per forward pass in evaluate (bounds memory)
@@ -165,12 +166,11 @@ class ClientBank:
             grads = torch.autograd.grad(loss.sum(), list(params.values()))
         return loss.detach(), torch.cat([g.flatten(1) for g in grads], 1)
 
-    def sgd_step(self, x: Tensor, y: Tensor, lr: float | Tensor, momentum: float = 0.0,
-                 weight_decay: float = 0.0, clip: float | None = None, clients: Clients = None,
-                 nesterov: bool = False, prox: tuple[float, Tensor] | None = None,
+    def sgd_step(self, x: Tensor, y: Tensor, opt: SGD, clients: Clients = None,
+                 prox: tuple[float, Tensor] | None = None,
                  extra_grad: Tensor | None = None) -> Tensor:
-        """One SGD step for the listed clients with ``torch.optim.SGD`` semantics; returns the
-        pre-step loss ``[M]``.
+        """One SGD step ``opt`` (:class:`netsim.runtime.sgd.SGD`) for the listed clients with
+        ``torch.optim.SGD`` semantics; returns the pre-step loss ``[M]``.
 
         The direction is built as: data gradient, clipped per client to norm ``clip`` (as
         ``clip_grad_norm_``: factor ``min(1, clip / (norm + 1e-6))``); ``+ extra_grad[M, d]``;
@@ -179,6 +179,7 @@ class ClientBank:
         Nesterov ``d_p + momentum * buf``; ``p -= lr * step``. ``lr``: float or ``Tensor[M]``.
         Models with batch normalisation also update the clients' running statistics.
         """
+        lr, momentum, weight_decay, clip = opt.lr, opt.momentum, opt.weight_decay, opt.clip
         idx = self._index(clients)
         p = self._rows(idx, None)
         loss, g = self.grad(x, y, idx, track=True)
@@ -192,7 +193,7 @@ class ClientBank:
         if weight_decay:
             g = g.add(p, alpha=weight_decay)
         if momentum:
-            g = self._update_momentum(idx, g, momentum, nesterov)
+            g = self._update_momentum(idx, g, momentum, opt.nesterov)
         if isinstance(lr, Tensor):
             lr = lr.to(self.flat).view(-1, 1)
         if idx is None:

@@ -131,9 +131,9 @@ class PushSum:
         self.reset()
 
     @classmethod
-    def from_spec(cls, n: int, spec: dict, draining: np.ndarray | None = None) -> "PushSum":
-        """From an algorithm spec validated against :data:`PUSH_SUM_FIELDS`."""
-        return cls(n, spec["loss_recovery"], spec["min_weight"], draining)
+    def from_params(cls, n: int, hp, draining: np.ndarray | None = None) -> "PushSum":
+        """From an algorithm's typed parameters that include :data:`PUSH_SUM_FIELDS`."""
+        return cls(n, hp.loss_recovery, hp.min_weight, draining)
 
     def fresh_weights(self, device: torch.device | str = "cpu") -> Tensor:
         """Initial push-sum weights ``w = 1``, ``[N, 1]`` in :data:`STATE_DTYPE`."""

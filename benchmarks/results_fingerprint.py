@@ -1,0 +1,112 @@
+"""Fingerprint every scenario's results on a short schedule, to check that a refactoring changes
+no number.
+
+    python benchmarks/results_fingerprint.py before.json          # on the old commit
+    python benchmarks/results_fingerprint.py after.json           # on the new one
+    python benchmarks/results_fingerprint.py --compare before.json after.json
+
+Each scenario in scenarios/ (top level: its first seed with ``schedule.rounds`` lowered to
+``--rounds``, or more when the scenario needs them; scenarios/paper/: shrunk onto tiny stand-ins as
+tests/test_paper_scenarios.py does) is run once; the fingerprint is its summary.json without
+wall-clock fields. ``--compare`` prints every value that differs and exits 1 if any does.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+WALL = ("wall_time", "engine_share")
+
+
+def _clean(summary: dict) -> dict:
+    """summary.json without what depends on the machine."""
+    def strip(d: dict) -> dict:
+        return {k: v for k, v in d.items() if k not in WALL}
+    return {label: {**strip(a), "per_seed": {s: strip(v) for s, v in a["per_seed"].items()}}
+            for label, a in summary["algorithms"].items()}
+
+
+def _run(raw: dict, out: Path) -> dict:
+    from netsim import Scenario, run
+    from netsim.errors import ConfigError
+
+    last: ConfigError | None = None
+    for rounds in (raw["schedule"]["rounds"], 6, 12):       # e.g. DPFL's preprocessing rounds
+        raw["schedule"]["rounds"] = rounds
+        try:
+            return _clean(run(Scenario(raw), out=out, quiet=True).summary)
+        except ConfigError as err:
+            last = err
+    raise last
+
+
+def fingerprint(rounds: int, only: str | None) -> dict:
+    from test_paper_scenarios import shrink
+    from netsim.data.standins import write_standin
+
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for path in sorted((ROOT / "scenarios").glob("*.yaml")) + \
+                sorted((ROOT / "scenarios" / "paper").glob("*.yaml")):
+            raw = yaml.safe_load(path.read_text())
+            key = str(path.relative_to(ROOT))
+            if "algorithms" not in raw or (only and only not in key):
+                continue                                       # sweep files
+            raw.setdefault("schedule", {})
+            raw["outputs"] = {"figures": False, "progress": False}
+            if path.parent.name == "paper":
+                name = raw["data"]["dataset"]
+                name = name["name"] if isinstance(name, dict) else name
+                folder = tmp / "data" / name
+                if not folder.exists():
+                    write_standin(name, folder)
+                raw = shrink(raw, folder)
+            else:
+                raw["schedule"]["rounds"] = min(raw["schedule"].get("rounds", rounds), rounds)
+                raw["schedule"]["eval_every"] = 1
+                raw["algorithms"] = [{**a, "finetune_rounds": 1}
+                                     if isinstance(a, dict) and "finetune_rounds" in a else a
+                                     for a in raw["algorithms"]]
+            raw["name"] = path.stem
+            results[key] = _run(raw, tmp / "out")
+            print(f"{key}: {len(results[key])} algorithms", file=sys.stderr)
+    return results
+
+
+def compare(a: dict, b: dict, path: str = "") -> list[str]:
+    """Every leaf that differs between two fingerprints (float equality, bit for bit)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = [f"{path}: only in one" for k in set(a) ^ set(b)]
+        for k in sorted(set(a) & set(b)):
+            out += compare(a[k], b[k], f"{path}/{k}")
+        return out
+    return [] if a == b else [f"{path}: {a} != {b}"]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("files", nargs="+")
+    p.add_argument("--compare", action="store_true")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--only", help="scenarios whose path contains this")
+    args = p.parse_args()
+    if args.compare:
+        a, b = (json.loads(Path(f).read_text()) for f in args.files)
+        diffs = compare(a, b)
+        print("\n".join(diffs) or f"identical: {len(a)} scenarios")
+        return 1 if diffs else 0
+    Path(args.files[0]).write_text(json.dumps(fingerprint(args.rounds, args.only), indent=1,
+                                              sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The engine as an algorithm sees it: clients 0..N-1, never the server's slot.
+
+An algorithm talks to the simulated network only through :class:`Network` (DESIGN.md, "The
+three layers"): it plays compute phases and exchanges, asks for the base graph's edges and the
+expected link statistics, and may set its peer budget. Every ``[N, N]`` array is receiver-major
+(``delivered[i, j]``: the message from j reached i) and every array is over the N clients; the
+server of a star (``server=True``, node N of the engine) is reached only through
+:meth:`broadcast` and :meth:`gather`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from netsim.rng import Streams
+from netsim.sim.engine import ComputeResult, ExchangeResult, Simulator
+from netsim.sim.policy import Policy
+from topologies import build_topology
+
+
+@dataclass
+class Delivery:
+    """A server's broadcast: the clients' compute phase that started on arrival, and who
+    received it (``[N]``)."""
+
+    compute: ComputeResult
+    received: np.ndarray
+
+
+class Network:
+    """Client-sized view of one run's :class:`Simulator` under one receiver policy."""
+
+    def __init__(self, sim: Simulator, clients: int, policy: Policy):
+        self.sim, self.n, self.policy = sim, clients, policy
+        self.closed: list[dict] = []                 # accounting rows of steps closed mid-round
+
+    @classmethod
+    def build(cls, cfg: dict, streams: Streams, policy: Policy, server: bool = False) -> "Network":
+        """The network of a resolved scenario: its topology over the clients, or a star of the
+        clients around a reliable server."""
+        n = cfg["clients"]
+        if server:
+            topo = build_topology({"name": "star"}, n + 1, streams.numpy("topology"))
+        else:
+            topo = build_topology(cfg["network"]["topology"], n, streams.numpy("topology"))
+        sim = Simulator(cfg["network"], topo, streams, trace=cfg["outputs"]["trace"], clients=n)
+        return cls(sim, n, policy)
+
+    # ------------------------------------------------------------------ time and graph
+    @property
+    def now(self) -> float:
+        """Simulated time (s)."""
+        return self.sim.now
+
+    @property
+    def step(self) -> int:
+        """Index of the engine's current accounting step (one per round unless
+        :meth:`new_step` splits a round)."""
+        return self.sim.round
+
+    def alive(self) -> np.ndarray:
+        """Which clients are up now, ``[N]``."""
+        return self.sim.alive()[: self.n]
+
+    def in_edges(self) -> np.ndarray:
+        """The base graph's directed edges among clients, receiver-major ``[dst, src]``."""
+        return self.sim.adjacency[: self.n, : self.n].T.copy()
+
+    def link_probability(self) -> np.ndarray:
+        """P(link j->i up at a step), receiver-major ``[i, j]``, 0 off the base graph."""
+        a = self.sim.links.availability() * self.sim.adjacency
+        return a[: self.n, : self.n].T.copy()
+
+    def delivery_probability(self) -> np.ndarray:
+        """P(a message j->i sent at a step is not lost), link up included, receiver-major."""
+        loss = self.sim.loss.probability()[: self.n, : self.n].T
+        return self.link_probability() * (1.0 - loss)
+
+    # ------------------------------------------------------------------ budgets
+    @property
+    def peer_budget(self) -> int | None:
+        """Messages a client accepts per step (``network.budget.peers_per_round``)."""
+        return self.sim.budget.get("peers_per_round")
+
+    @peer_budget.setter
+    def peer_budget(self, cap: int | None) -> None:
+        self.sim.budget = {**self.sim.budget, "peers_per_round": cap}
+
+    # ------------------------------------------------------------------ phases
+    def _pad(self, a: np.ndarray | None, fill) -> np.ndarray | None:
+        extra = self.sim.n - self.n
+        if a is None or not extra:
+            return a
+        return np.r_[a, np.full(extra, fill, dtype=np.asarray(a).dtype)]
+
+    def _clients(self, comp: ComputeResult) -> ComputeResult:
+        n = self.n
+        return replace(comp, start=comp.start[:n], finish_time=comp.finish_time[:n],
+                       finished=comp.finished[:n], crashed=comp.crashed[:n])
+
+    def compute(self, steps, step_time: float, active: np.ndarray | None = None,
+                start: np.ndarray | None = None, deadline: float | None = None) -> ComputeResult:
+        """Local work of the ``active`` clients (all when None): ``steps`` steps of
+        ``step_time`` s, starting at ``max(now, start)``; see :meth:`Simulator.compute`."""
+        if active is None and self.sim.n > self.n:
+            active = np.ones(self.n, bool)
+        comp = self.sim.compute(steps, step_time, active=self._pad(active, False),
+                                start=self._pad(start, self.now), deadline=deadline)
+        return self._clients(comp)
+
+    def exchange(self, request: np.ndarray, nbytes, ready: np.ndarray | None = None,
+                 round_start: float | None = None) -> ExchangeResult:
+        """One message along every requested client edge ``request[dst, src]``; ``ready[src]``:
+        when each sender starts sending (default now)."""
+        n, m = self.n, self.sim.n
+        if m > n:
+            full = np.zeros((m, m), bool)
+            full[:n, :n] = request
+            request = full
+        ex = self.sim.exchange(request, nbytes, ready=self._pad(ready, self.now),
+                               policy=self.policy, round_start=round_start)
+        return self._client_exchange(ex) if m > n else ex
+
+    def _client_exchange(self, ex: ExchangeResult) -> ExchangeResult:
+        n = self.n
+        cut = {k: getattr(ex, k)[:n, :n] for k in
+               ("requested", "link_up", "sent", "delivered", "available", "staleness",
+                "arrival_time", "blocked", "lost", "late")}
+        return replace(ex, bytes_sent=ex.bytes_sent[:n], **cut)
+
+    def broadcast(self, to: np.ndarray, nbytes, steps: int, step_time: float) -> Delivery:
+        """The server sends ``nbytes`` to the clients ``to`` ``[N]``; those that receive it start
+        ``steps`` local steps at its arrival (under a deadline policy the deadline counts from
+        now)."""
+        n, t0 = self.n, self.now
+        down = np.zeros((n + 1, n + 1), bool)
+        down[:n, n] = to
+        got = self.sim.exchange(down, nbytes, policy=self.policy)
+        received = got.delivered[:n, n]
+        deadline = t0 + self.policy.deadline if self.policy.name == "deadline" else None
+        comp = self.compute(steps, step_time, active=received, start=got.arrival_time[:n, n],
+                            deadline=deadline)
+        return Delivery(comp, received)
+
+    def gather(self, comp: ComputeResult, nbytes, round_start: float) -> np.ndarray:
+        """The clients that finished ``comp`` upload ``nbytes`` to the server when they finish;
+        returns the mask ``[N]`` of uploads the server accepted (receiver policy from
+        ``round_start``)."""
+        n = self.n
+        up = np.zeros((n + 1, n + 1), bool)
+        up[n, :n] = comp.finished
+        sent = self.sim.exchange(up, nbytes, ready=self._pad(comp.finish_time, np.inf),
+                                 policy=self.policy, round_start=round_start)
+        return sent.delivered[n, :n]
+
+    # ------------------------------------------------------------------ accounting
+    def new_step(self) -> None:
+        """Close the engine's accounting step within a round (an algorithm with several
+        communication steps per round and a per-step peer budget, e.g. DPFL's GGC)."""
+        self.closed.append(self.sim.end_round())
+
+    def end_round(self) -> list[dict]:
+        """Close the round: the accounting rows of every step it had, oldest first."""
+        rows, self.closed = self.closed + [self.sim.end_round()], []
+        return rows
+
+    def forget(self) -> None:
+        """Drop all stored copies and pending messages (a new synchronisation epoch)."""
+        self.sim.forget()
