@@ -2,16 +2,16 @@
 
 An algorithm is a sequence of vectorised rounds. Each round plays its computation and
 communication phases on the simulated network (``self.net``, :class:`netsim.sim.facade.Network`:
-clients only) and does its math on client banks
-(``netsim.runtime.ClientBank``) with the arrays the phases return. The base class runs the
-schedule, evaluates the personalised models and records network accounting, collaboration
-matrices and realised links for the results contract.
+clients only) and does its math on client banks (``netsim.runtime.ClientBank``) with the arrays
+the phases return. The run loop (:mod:`netsim.loop`) plays the schedule and its callbacks
+evaluate, record and check; an algorithm exposes what they read: ``personal_models``,
+``collaboration``, ``health``, ``links_log`` and ``extra_arrays``.
 """
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -40,11 +40,10 @@ class Context:
     data: ClientData
     model: BatchedModel
     device: torch.device
-    recorder: Any             # netsim.runner.Recorder
 
 
 class Algorithm:
-    """One algorithm run: ``round(t)`` for t = 0..rounds-1, evaluated every ``eval_every`` rounds.
+    """One algorithm run: ``round(t)`` for t = 0..rounds-1, played by :func:`netsim.loop.run_loop`.
 
     Subclasses set ``server = True`` when they run a server (the simulated network is then a
     star of N clients around node N), implement ``round`` and ``personal_models`` and may
@@ -157,48 +156,3 @@ class Algorithm:
     @classmethod
     def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
         """Raise ConfigError for impossible combinations of this algorithm with the scenario."""
-
-    # ------------------------------------------------------------------ the schedule
-    def run(self) -> None:
-        """Rounds 0..rounds-1; raises :class:`Diverged` after the first round that leaves a
-        non-finite model, weight or loss (everything recorded up to it stays written)."""
-        rec = self.ctx.recorder
-        rounds, every = self.ctx.cfg["schedule"]["rounds"], self.ctx.cfg["schedule"]["eval_every"]
-        rec.evaluate(self, 0)
-        for t in range(rounds):
-            self.round(t)
-            for row in self.net.end_round():
-                rec.network_row(row)
-            check_health(self.health(), t + 1)
-            if (t + 1) % every == 0 or t + 1 == rounds:
-                rec.evaluate(self, t + 1)
-            rec.advance()
-
-
-class Diverged(Exception):
-    """An algorithm's state became non-finite: ``round``, ``client`` and ``what`` say where."""
-
-    def __init__(self, round: int, client: int, what: str):
-        super().__init__(f"diverged at round {round}: client {client}'s {what}")
-        self.round, self.client, self.what = round, client, what
-
-    def record(self, seed: int) -> dict:
-        """The summary.json entry of this divergence."""
-        return {"seed": seed, "round": self.round, "client": self.client, "what": self.what}
-
-
-#: A push-sum weight at or below this is treated as vanished (z / w is then meaningless).
-MIN_PUSH_SUM_WEIGHT = 1e-30
-
-
-def check_health(state: dict[str, torch.Tensor], rnd: int) -> None:
-    """Raise :class:`Diverged` for the first client whose tensors are not finite (push-sum
-    weights: also not above :data:`MIN_PUSH_SUM_WEIGHT`)."""
-    for what, x in state.items():
-        flat = x.reshape(x.shape[0], -1)
-        ok = torch.isfinite(flat).all(1)
-        if what == "push-sum weight":
-            ok &= (flat > MIN_PUSH_SUM_WEIGHT).all(1)
-        if not bool(ok.all()):
-            vanished = " or vanished" if what == "push-sum weight" else ""
-            raise Diverged(rnd, int(torch.nonzero(~ok)[0, 0]), f"{what} non-finite{vanished}")

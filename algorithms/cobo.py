@@ -335,13 +335,13 @@ class CoBo(Algorithm):
     def collaboration(self) -> np.ndarray:
         return self.W.copy()
 
-    def run(self) -> None:
-        """The schedule, then ``effective/<label>_seed<k>.npz``: the weights the model steps used
-        (``W`` at each evaluation round, ``row_sum`` = sum_k w_ik used and ``pair_updates`` = number
-        of W-updated pairs in every round)."""
-        super().run()
-        rounds = sorted(t + 1 for t in self.eval_rounds)
-        self.ctx.recorder.writer.write_arrays(
-            "effective", self.hp.label, self.ctx.seed, W=np.stack(self.effective),
-            rounds=np.asarray(rounds), row_sum=np.stack(self.row_sum),
-            pair_updates=np.array([u.shape[1] for u in self.updated]))
+    def extra_arrays(self) -> dict[str, dict[str, np.ndarray]]:
+        """``effective/<label>_seed<k>.npz``: the weights the model steps used (``W`` at each
+        evaluation round, ``row_sum`` = sum_k w_ik used and ``pair_updates`` = number of
+        W-updated pairs in every round)."""
+        if not self.effective:
+            return {}
+        rounds = sorted(t + 1 for t in self.eval_rounds)[: len(self.effective)]
+        return {"effective": {"W": np.stack(self.effective), "rounds": np.asarray(rounds),
+                              "row_sum": np.stack(self.row_sum),
+                              "pair_updates": np.array([u.shape[1] for u in self.updated])}}

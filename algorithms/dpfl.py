@@ -284,15 +284,15 @@ class DPFL(Algorithm):
         w = (self.used | np.eye(self.n, dtype=bool)) * self.weight.cpu().numpy()[None, :]
         return w / w.sum(1, keepdims=True)
 
-    def run(self) -> None:
-        super().run()
-        rec = self.ctx.recorder
-        rec.writer.write_arrays("graph", rec.label, self.ctx.seed, omega=self.omega,
-                                used=np.stack(self.log["used"]),
-                                rounds=np.asarray(self.log["rounds"]),
-                                engine_round=np.asarray(self.log["engine_round"]),
-                                budget=np.asarray(-1 if self.cap is None else self.cap))
-
+    def extra_arrays(self) -> dict[str, dict[str, np.ndarray]]:
+        """``graph/<label>_seed<k>.npz``: omega, the peers used per step, their rounds, the
+        engine step of each and the peer budget (-1: none)."""
+        if not self.log["used"]:
+            return {}
+        return {"graph": {"omega": self.omega, "used": np.stack(self.log["used"]),
+                          "rounds": np.asarray(self.log["rounds"]),
+                          "engine_round": np.asarray(self.log["engine_round"]),
+                          "budget": np.asarray(-1 if self.cap is None else self.cap)}}
 
 @register("dpfl_random")
 class DPFLRandom(DPFL):

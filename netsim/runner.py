@@ -10,18 +10,21 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
 import netsim
 from netsim.config import Scenario
+from netsim.loop import Callback, Diverged, HealthCheck, make_algorithm, run_loop
 from netsim.progress import Progress
 from netsim.results import Results, ResultsWriter
 from netsim.rng import Streams
 
 
-class Recorder:
-    """Collects one (algorithm, seed) run's evaluations, network rows, W and links."""
+class Recorder(Callback):
+    """Collects one (algorithm, seed) run's evaluations, network rows, W and links (a callback
+    of the run loop) and writes its arrays at the end (:meth:`finish`)."""
 
     def __init__(self, writer: ResultsWriter, label: str, seed: int, data, progress):
         self.writer, self.label, self.seed, self.data = writer, label, seed, data
@@ -32,7 +35,7 @@ class Recorder:
         self.sim_time = 0.0
         self._eval = {s: data.full(s) for s in ("val", "test")}
 
-    def evaluate(self, alg, rnd: int) -> None:
+    def on_eval(self, alg, rnd: int) -> None:
         """Evaluate every client's personalised model on its val and test split."""
         flat = alg.personal_models()
         rows = []
@@ -42,7 +45,6 @@ class Recorder:
             loss_np = loss.detach().cpu().numpy()
             bad = np.flatnonzero(~np.isfinite(loss_np))
             if bad.size:
-                from algorithms.base import Diverged
                 raise Diverged(rnd, int(bad[0]), f"{split} loss non-finite")
             for i in range(alg.n):
                 rows.append((self.label, self.seed, rnd, alg.sim.now, i, split,
@@ -56,13 +58,13 @@ class Recorder:
             self.collab_rounds.append(rnd)
         self.sim_time = alg.sim.now
 
-    def network_row(self, row: dict) -> None:
+    def on_step(self, alg, row: dict) -> None:
         self.writer.add_network([(self.label, self.seed, row["round"], row["sim_time"],
                                   row["bytes_sent"], row["messages_sent"],
                                   row["messages_delivered"], row["messages_dropped"],
                                   row["mean_latency"], row["max_staleness"])])
 
-    def advance(self) -> None:
+    def on_round(self, alg, t: int) -> None:
         if self.progress is not None:
             self.progress.advance()
 
@@ -149,7 +151,8 @@ def print_table(summary: dict, stream=None) -> None:
 
 def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
         out: str | Path | None = None, quiet: bool = False, verbose: bool = False,
-        overwrite: bool = False, threads: int | None = None) -> Results:
+        overwrite: bool = False, threads: int | None = None,
+        callbacks: Sequence[Callback] = ()) -> Results:
     """Validate and run a scenario for each seed; return the results folder read back.
 
     ``OUT/<name>/`` must be new, empty, or hold this same run (then it starts afresh); another
@@ -158,9 +161,8 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
     A memory estimate is checked before anything is allocated (netsim.memory).
 
     Progress (netsim.progress) and notes go to stderr, the summary table to stdout; ``quiet``
-    prints neither (warnings only), ``verbose`` adds a line per finished (algorithm, seed)."""
-    from algorithms import ALGORITHMS
-    from algorithms.base import Context, Diverged
+    prints neither (warnings only), ``verbose`` adds a line per finished (algorithm, seed).
+    ``callbacks``: extra :class:`netsim.loop.Callback` objects for every (algorithm, seed) run."""
     from netsim import memory
     from netsim.data import build_client_data
     from netsim.models import build_model
@@ -203,11 +205,11 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
                 if progress is not None:
                     progress.start(label, seed)
                 rec = Recorder(writer, label, seed, data, progress)
-                ctx = Context(cfg, spec, seed, streams, data, model, device, rec)
                 start = time.perf_counter()
-                alg = ALGORITHMS.get(spec["name"], "algorithms").obj(ctx)
+                alg = make_algorithm(cfg, spec, seed, streams, data, model, device)
                 try:
-                    alg.run()
+                    run_loop(alg, cfg["schedule"]["rounds"], cfg["schedule"]["eval_every"],
+                             [HealthCheck(), rec, *callbacks])
                     outcome = {"test": rec.final["test"]}
                 except Diverged as err:
                     outcome = {"diverged": err.record(seed)}

@@ -9,16 +9,13 @@ import pytest
 import torch
 
 import netsim.data.rotations  # noqa: F401  (registers the rotated dataset and partition)
-from algorithms import ALGORITHMS
-from algorithms.base import Context
 from algorithms.cobo import pair_probability, peer_sum, project_simplex
 from netsim import Scenario, run
+from netsim.loop import build_algorithm
 from netsim.analysis.graphs import edge_precision_recall, oracle_matrix
 from netsim.data import build_client_data, load_dataset
 from netsim.data.rotations import rotate_images
 from netsim.errors import ConfigError
-from netsim.models import build_model
-from netsim.rng import Streams
 
 QUAD = {
     "name": "quad", "seed": 0, "clients": 6,
@@ -50,13 +47,7 @@ DIGITS = {
 
 def build(raw: dict, over: dict | None = None, index: int = 0):
     """The algorithm object of ``raw`` (as the runner builds it), to drive round by round."""
-    cfg = Scenario(raw).with_overrides(over or {}).resolve()
-    streams = Streams(cfg["seed"], cfg["stream_seeds"])
-    data = build_client_data(cfg["data"], cfg["clients"], streams.numpy("data"), "cpu")
-    model = build_model(cfg["model"], data.input_shape, data.num_classes, data.task, device="cpu")
-    spec = cfg["algorithms"][index]
-    ctx = Context(cfg, spec, cfg["seed"], streams, data, model, torch.device("cpu"), None)
-    return ALGORITHMS.get(spec["name"], "algorithms").obj(ctx)
+    return build_algorithm(Scenario(raw).with_overrides(over or {}), index)
 
 
 def play(alg, rounds: range) -> None:

@@ -8,14 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms import ALGORITHMS
-from algorithms.base import Context
 from algorithms.diple import Mailbox, bisect, bisection_iterations, normalise_rows
 from netsim import Scenario, run
-from netsim.data import build_client_data
+from netsim.loop import build_algorithm
 from netsim.errors import ConfigError
-from netsim.models import build_model
-from netsim.rng import Streams
 
 TINY = {
     "name": "tiny_diple",
@@ -34,13 +30,7 @@ TINY = {
 
 def build(over: dict | None = None):
     """An algorithm instance for the first algorithm of TINY with ``over`` applied (no run)."""
-    cfg = Scenario(TINY).with_overrides(over or {}).resolve()
-    streams = Streams(cfg["seed"], cfg["stream_seeds"])
-    data = build_client_data(cfg["data"], cfg["clients"], streams.numpy("data"), "cpu")
-    model = build_model(cfg["model"], data.input_shape, data.num_classes, data.task, device="cpu")
-    spec = cfg["algorithms"][0]
-    ctx = Context(cfg, spec, cfg["seed"], streams, data, model, torch.device("cpu"), None)
-    return ALGORITHMS.get(spec["name"], "algorithms[0].name").obj(ctx)
+    return build_algorithm(Scenario(TINY).with_overrides(over or {}))
 
 
 # ------------------------------------------------------------------ bisection (eq. 3)

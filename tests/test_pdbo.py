@@ -8,16 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms import ALGORITHMS
-from algorithms.base import Context
 from algorithms.hgp import expected_push_weights
 from algorithms.pdbo import _Adam
 from netsim import Scenario, run
-from netsim.data import build_client_data
+from netsim.loop import build_algorithm
 from netsim.errors import ConfigError
 from netsim.models import build_model
 from netsim.models.ensemble import EnsembleModel
-from netsim.rng import Streams
 
 N = 8
 BASE = {
@@ -41,14 +38,8 @@ def scenario(**over) -> Scenario:
 
 
 def make(sc: Scenario, k: int = 0, seed: int = 0):
-    """The k-th algorithm of a scenario, built as the runner builds it (no recorder)."""
-    cfg = sc.resolve()
-    streams = Streams(seed, cfg["stream_seeds"])
-    data = build_client_data(cfg["data"], cfg["clients"], streams.numpy("data"), "cpu")
-    model = build_model(cfg["model"], data.input_shape, data.num_classes, data.task, device="cpu")
-    spec = cfg["algorithms"][k]
-    ctx = Context(cfg, spec, seed, streams, data, model, torch.device("cpu"), None)
-    return ALGORITHMS.get(spec["name"], "algorithms").obj(ctx)
+    """The k-th algorithm of a scenario, built as the runner builds it."""
+    return build_algorithm(sc, k, seed)
 
 
 def spread(x: torch.Tensor) -> float:

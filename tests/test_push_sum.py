@@ -3,7 +3,6 @@ the exact average, the papers' idealised push-sum loses both; divergence is repo
 number; graphs without in-links are warned about and stay finite."""
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np

@@ -1,0 +1,109 @@
+"""The run loop of one (algorithm, seed) run: rounds, and callbacks for everything else.
+
+An algorithm implements ``round(t)``; this loop plays the schedule and tells the callbacks what
+happened. Recording (metrics, network rows, arrays), progress and the divergence check are
+callbacks (:class:`Callback`); so is anything a user adds (``netsim.run(..., callbacks=...)``)::
+
+    on_start(alg)           before round 0
+    on_eval(alg, r)         evaluation due after r rounds (r = 0: the initial models)
+    on_step(alg, row)       an accounting step of the engine closed (a network.csv row)
+    on_round(alg, t)        round t (0-based) done; raise Diverged to stop the run
+    on_end(alg)             after the last round
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+
+class Diverged(Exception):
+    """An algorithm's state became non-finite: ``round``, ``client`` and ``what`` say where."""
+
+    def __init__(self, round: int, client: int, what: str):
+        super().__init__(f"diverged at round {round}: client {client}'s {what}")
+        self.round, self.client, self.what = round, client, what
+
+    def record(self, seed: int) -> dict:
+        """The summary.json entry of this divergence."""
+        return {"seed": seed, "round": self.round, "client": self.client, "what": self.what}
+
+
+class Callback:
+    """Hooks of :func:`run_loop`; each does nothing unless overridden."""
+
+    def on_start(self, alg) -> None: ...
+
+    def on_eval(self, alg, rnd: int) -> None: ...
+
+    def on_step(self, alg, row: dict) -> None: ...
+
+    def on_round(self, alg, t: int) -> None: ...
+
+    def on_end(self, alg) -> None: ...
+
+
+def run_loop(alg, rounds: int, eval_every: int, callbacks: Sequence[Callback]) -> None:
+    """Rounds 0..rounds-1 of ``alg``, evaluated every ``eval_every`` rounds and after the last."""
+    def emit(hook: str, *args: Any) -> None:
+        for cb in callbacks:
+            getattr(cb, hook)(alg, *args)
+
+    emit("on_start")
+    emit("on_eval", 0)
+    for t in range(rounds):
+        alg.round(t)
+        for row in alg.net.end_round():
+            emit("on_step", row)
+        emit("on_round", t)
+        if (t + 1) % eval_every == 0 or t + 1 == rounds:
+            emit("on_eval", t + 1)
+    emit("on_end")
+
+
+#: A push-sum weight at or below this is treated as vanished (z / w is then meaningless).
+MIN_PUSH_SUM_WEIGHT = 1e-30
+
+
+class HealthCheck(Callback):
+    """Stops the run with :class:`Diverged` after the first round that leaves a client's
+    ``alg.health()`` tensors non-finite (push-sum weights: also not above
+    :data:`MIN_PUSH_SUM_WEIGHT`)."""
+
+    def on_round(self, alg, t: int) -> None:
+        for what, x in alg.health().items():
+            flat = x.reshape(x.shape[0], -1)
+            ok = torch.isfinite(flat).all(1)
+            if what == "push-sum weight":
+                ok &= (flat > MIN_PUSH_SUM_WEIGHT).all(1)
+            if not bool(ok.all()):
+                vanished = " or vanished" if what == "push-sum weight" else ""
+                raise Diverged(t + 1, int(torch.nonzero(~ok)[0, 0]), f"{what} non-finite{vanished}")
+
+
+def make_algorithm(cfg: dict, spec: dict, seed: int, streams, data, model, device):
+    """The algorithm of a resolved spec for one seed, as the runner, sweeps and tests build it."""
+    from algorithms import ALGORITHMS
+    from algorithms.base import Context
+
+    ctx = Context(cfg, spec, seed, streams, data, model, torch.device(device))
+    return ALGORITHMS.get(spec["name"], "algorithms").obj(ctx)
+
+
+def build_algorithm(scenario, index: int = 0, seed: int | None = None, device: str = "cpu"):
+    """The ``index``-th algorithm of a scenario (a Scenario, a mapping or a YAML path) for
+    ``seed`` (default the scenario's), with its data and model built as the runner builds them:
+    to drive it round by round (``alg.round(t)``; ``alg.net.end_round()`` closes a round)."""
+    from netsim.config import Scenario
+    from netsim.data import build_client_data
+    from netsim.models import build_model
+    from netsim.rng import Streams
+
+    if not isinstance(scenario, Scenario):
+        scenario = Scenario.load(scenario) if isinstance(scenario, str) else Scenario(scenario)
+    cfg = scenario.resolve()
+    seed = cfg["seed"] if seed is None else seed
+    streams = Streams(seed, cfg["stream_seeds"])
+    data = build_client_data(cfg["data"], cfg["clients"], streams.numpy("data"), device)
+    model = build_model(cfg["model"], data.input_shape, data.num_classes, data.task, device=device)
+    return make_algorithm(cfg, cfg["algorithms"][index], seed, streams, data, model, device)
