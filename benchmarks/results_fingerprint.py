@@ -63,11 +63,13 @@ def fingerprint(rounds: int, only: str | None) -> dict:
             raw.setdefault("schedule", {})
             raw["outputs"] = {"figures": False, "progress": False}
             if path.parent.name == "paper":
-                name = raw["data"]["dataset"]
-                name = name["name"] if isinstance(name, dict) else name
-                folder = tmp / "data" / name
-                if not folder.exists():
-                    write_standin(name, folder)
+                spec = raw["data"]["dataset"]
+                spec = spec if isinstance(spec, dict) else {"name": spec}
+                split = spec.get("split", "balanced")
+                folder = tmp / "data" / f"{spec['name']}-{split}"
+                if not folder.exists():            # as tests/test_paper_scenarios.py writes them
+                    write_standin(spec["name"], folder, samples_per_class=6, writers=8,
+                                  split=split)
                 raw = shrink(raw, folder)
             else:
                 raw["schedule"]["rounds"] = min(raw["schedule"].get("rounds", rounds), rounds)
