@@ -43,7 +43,8 @@ from netsim.data.datasets import dataset_info
 from netsim.errors import ConfigError
 from netsim.models.ensemble import EnsembleModel
 from netsim.runtime import ClientBank
-from netsim.runtime.pushsum import PUSH_SUM_FIELDS, PushSum, push_sum_weights
+from netsim.runtime.mixing import push_sum_weights
+from netsim.runtime.pushsum import PUSH_SUM_FIELDS, PushSum
 from netsim.schema import Field
 
 HGP_FIELDS = {

@@ -22,7 +22,8 @@ import torch
 
 from algorithms import register
 from algorithms.gossip import Gossip
-from netsim.runtime.pushsum import PUSH_SUM_FIELDS, PushSum, push_sum_weights
+from netsim.runtime.mixing import push_sum_weights
+from netsim.runtime.pushsum import PUSH_SUM_FIELDS, PushSum
 from netsim.schema import Field
 from topologies.generators import exponential_peer
 

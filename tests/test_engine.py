@@ -5,7 +5,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from netsim.runtime.pushsum import push_sum_weights
+from netsim.runtime.mixing import push_sum_weights
 from netsim.config import _validate_network
 from netsim.rng import Streams
 from netsim.sim.engine import Simulator

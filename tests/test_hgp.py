@@ -9,7 +9,7 @@ import torch
 
 from algorithms.hgp import (EdgeStats, expected_push_weights, grad_vjp, hgp_step, hgp_weights,
                             srb_naive_weights)
-from netsim.runtime.pushsum import push_sum_weights
+from netsim.runtime.mixing import push_sum_weights
 
 N, D, K = 5, 2, 2           # agents, inner dimension, outer dimension
 GAMMA, RHO, M = 0.3, 0.1, 60

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from netsim import Scenario, run
-from netsim.runtime.pushsum import PushSum, check_graph, push_sum_weights
+from netsim.runtime.mixing import push_sum_weights
+from netsim.runtime.pushsum import PushSum, check_graph
 from test_pdbo import make
 
 N = 20

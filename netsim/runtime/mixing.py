@@ -1,4 +1,15 @@
-"""Gossip / aggregation mixing ``X <- W @ X`` over stacked client parameters, and weight helpers.
+"""Gossip / aggregation mixing ``X <- W @ X`` over stacked client parameters, and every mixing
+rule netsim's algorithms share, each with its stochasticity (receiver-major: ``W[i, j]`` is the
+weight of j's state at i):
+
+==========================  ===============================  ==================================
+rule                        stochastic                       meant for
+==========================  ===============================  ==================================
+:func:`rows_normalise`      row (an empty row -> identity)   pull-based averaging (DiPLe, DPFL)
+:func:`metropolis_weights`  doubly, symmetric                undirected graphs (D-PSGD)
+:func:`push_sum_weights`    column (over j's realised out-   push-sum on directed links (SGP,
+                            links and itself)                PDBO; netsim.runtime.pushsum)
+==========================  ===============================  ==================================
 
 :func:`mix` multiplies dense ``W`` as is, except when ``N >= SPARSE_MIN_N`` and at most
 ``SPARSE_MAX_DENSITY`` of its entries are non-zero: then it converts to CSR and uses a sparse
@@ -60,3 +71,11 @@ def metropolis_weights(adj: Matrix) -> Matrix:
                     torch.zeros((), dtype=dtype, device=A.device))
     W = W + torch.diag(1.0 - W.sum(1))
     return W.numpy() if as_numpy else W
+
+
+def push_sum_weights(link_up: np.ndarray) -> np.ndarray:
+    """Column-stochastic ``P[i, j] = p_{j->i}`` uniform over j's realised out-links and itself
+    (``link_up[i, j]``: the link j->i is up; receiver-major like the engine's arrays)."""
+    up = np.asarray(link_up, bool).copy()
+    np.fill_diagonal(up, True)
+    return up / up.sum(axis=0, keepdims=True)

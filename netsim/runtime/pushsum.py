@@ -58,14 +58,6 @@ PUSH_SUM_FIELDS = {
 }
 
 
-def push_sum_weights(link_up: np.ndarray) -> np.ndarray:
-    """Column-stochastic ``P[i, j] = p_{j->i}`` uniform over j's realised out-links and itself
-    (``link_up[i, j]``: the link j->i is up; receiver-major like the engine's arrays)."""
-    up = np.asarray(link_up, bool).copy()
-    np.fill_diagonal(up, True)
-    return up / up.sum(axis=0, keepdims=True)
-
-
 @dataclass(frozen=True)
 class GraphCheck:
     """What the graph of possible links means for push-sum (:func:`check_graph`)."""

@@ -1,0 +1,39 @@
+"""Every shared mixing rule (netsim.runtime.mixing) has the stochasticity its docstring states,
+on the graphs it is meant for."""
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+
+from netsim.runtime.mixing import metropolis_weights, push_sum_weights, rows_normalise
+
+
+def test_push_sum_weights_are_column_stochastic_on_any_directed_realisation():
+    rng = np.random.default_rng(0)
+    for p in (0.0, 0.1, 0.5, 1.0):
+        up = (rng.random((12, 12)) < p) & ~np.eye(12, dtype=bool)
+        w = push_sum_weights(up)
+        np.testing.assert_allclose(w.sum(axis=0), 1.0, rtol=0, atol=1e-12)
+        assert ((w > 0) == (up | np.eye(12, dtype=bool))).all()      # only realised links
+        # uniform over the sender's realised out-links and itself
+        np.testing.assert_allclose(np.diag(w), 1 / (1 + up.sum(axis=0)))
+
+
+def test_metropolis_weights_are_doubly_stochastic_and_symmetric_on_undirected_graphs():
+    for seed in range(3):
+        g = nx.gnp_random_graph(15, 0.3, seed=seed)
+        adj = nx.to_numpy_array(g, dtype=bool)
+        w = metropolis_weights(adj)
+        np.testing.assert_allclose(w, w.T)
+        np.testing.assert_allclose(w.sum(axis=0), 1.0, atol=1e-12)
+        np.testing.assert_allclose(w.sum(axis=1), 1.0, atol=1e-12)
+        assert (w >= 0).all() and (w[adj] > 0).all() and (w[~adj & ~np.eye(15, dtype=bool)] == 0).all()
+
+
+def test_rows_normalise_is_row_stochastic_and_keeps_an_empty_row_home():
+    rng = np.random.default_rng(1)
+    w = rng.random((6, 6)) * (rng.random((6, 6)) < 0.5)
+    w[2] = 0.0
+    out = rows_normalise(w)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, atol=1e-12)
+    assert out[2, 2] == 1.0 and out[2].sum() == 1.0
