@@ -41,7 +41,7 @@ def _run(raw: dict, out: Path) -> dict:
     for rounds in (raw["schedule"]["rounds"], 6, 12):       # e.g. DPFL's preprocessing rounds
         raw["schedule"]["rounds"] = rounds
         try:
-            return _clean(run(Scenario(raw), out=out, quiet=True).summary)
+            return _clean(run(Scenario(raw), out=out, quiet=True, overwrite=True).summary)
         except ConfigError as err:
             last = err
     raise last
