@@ -4,8 +4,7 @@
 ``run_sweep`` for a robustness study (``SweepResults``); ``register_algorithm`` and
 ``register_link_model`` add components from a script. Examples: docs/python_api.md.
 """
-__version__ = "0.1.0"
-
+from netsim._version import __version__
 from netsim.api import (SweepResults, register_algorithm, register_link_model,  # noqa: E402
                         run_sweep)
 from netsim.config import Scenario  # noqa: E402

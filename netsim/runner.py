@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-import netsim
+from netsim._version import __version__
 from netsim.config import Scenario
 from netsim.loop import Callback, Diverged, HealthCheck, make_algorithm, run_loop
 from netsim.progress import Progress
@@ -127,7 +127,7 @@ def summarise(per_run: dict[str, dict[int, dict]], cfg: dict) -> dict:
                    else float(np.mean([v[k] for v in per_seed.values()]))) for k in keys}
         out[label] = {"seeds": sorted(per_seed), **agg, "per_seed": per_seed,
                       **({"diverged": diverged} if diverged else {})}
-    return {"algorithms": out, "netsim_version": netsim.__version__, "scenario": cfg["name"]}
+    return {"algorithms": out, "netsim_version": __version__, "scenario": cfg["name"]}
 
 
 def print_table(summary: dict, stream=None) -> None:

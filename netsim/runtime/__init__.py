@@ -1,26 +1,8 @@
 """Runtime: the :class:`ClientBank` of stacked per-client parameters and mixing helpers."""
 from __future__ import annotations
 
-import torch
-
-from netsim.errors import ConfigError
-
-
-def resolve_device(name: str | torch.device) -> torch.device:
-    """``auto`` -> CUDA if available else CPU; ``cpu``/``cuda``/``cuda:k`` as given (checked)."""
-    if isinstance(name, torch.device):
-        name = str(name)
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cpu" or (isinstance(name, str) and name.split(":")[0] == "cuda"
-                         and torch.cuda.is_available()):
-        return torch.device(name)
-    raise ConfigError("device", name, "auto, cpu or cuda",
-                      hint="CUDA is not available here" if str(name).startswith("cuda") else "")
-
-
-# Imported after resolve_device, which bank.py uses.
-from netsim.runtime.bank import ClientBank  # noqa: E402
-from netsim.runtime.mixing import metropolis_weights, mix, rows_normalise  # noqa: E402
+from netsim.device import resolve_device
+from netsim.runtime.bank import ClientBank
+from netsim.runtime.mixing import metropolis_weights, mix, rows_normalise
 
 __all__ = ["ClientBank", "resolve_device", "mix", "rows_normalise", "metropolis_weights"]
