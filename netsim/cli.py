@@ -1,4 +1,4 @@
-"""The ``netsim`` command line: run, validate, list, sweep, figures, analyze.
+"""The ``netsim`` command line: run, validate, list, sweep, figures, analyze, reference.
 
 Each action is one documented function call (``netsim.run``, ``Scenario.resolve``,
 ``netsim.sweep.run_sweep``, ``netsim.plot.write_run_figures``, ``netsim.analysis.analyze``), so
@@ -163,6 +163,13 @@ def cmd_standin(args) -> int:
     return 0
 
 
+def cmd_reference(args) -> int:
+    from netsim.reference import write
+
+    print(f"reference written to {write(args.out)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="netsim", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -229,6 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--split", default="balanced", help="EMNIST split to write")
     st.add_argument("--seed", type=int, default=0)
     st.set_defaults(func=cmd_standin)
+
+    rf = sub.add_parser("reference", help="regenerate docs/reference.md (every component and "
+                        "scenario section with its parameters) from the registries")
+    rf.add_argument("--out", help="write here instead of docs/reference.md")
+    rf.set_defaults(func=cmd_reference)
 
     a = sub.add_parser("analyze", help="graph analyses of a results folder: a table, "
                        "analysis.json, analysis.csv and GraphML files")
