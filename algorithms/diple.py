@@ -53,110 +53,17 @@ rows are renormalised over the copies that are available.
 """
 from __future__ import annotations
 
-import math
-from collections import deque
-
 import numpy as np
 import torch
 from torch import Tensor
 
 from algorithms import register
 from algorithms.base import Algorithm
+from algorithms.diple_weights import BISECTION_FLOATS, bisect, bisection_iterations, normalise_rows
 from netsim.errors import ConfigError
-from netsim.runtime.mixing import mix
+from netsim.runtime.mailbox import Mailbox
 from netsim.schema import Field
 from netsim.sim.engine import ExchangeResult
-
-#: Upper bound on the floats of one [P, d] block of mixed models in the bisection (memory).
-BISECTION_FLOATS = 2 ** 24
-
-
-def bisection_iterations(eps: float, search: str) -> int:
-    """Iterations until the interval holding the minimiser is at most eps long.
-
-    ``gradient`` halves the interval: ``2^-k <= eps``. ``loss`` keeps ``w/2 + eps/4`` of a width w:
-    ``w_k = eps/2 + (1 - eps/2) 2^-k <= eps``.
-    """
-    if search == "gradient":
-        return max(1, math.ceil(math.log2(1.0 / eps) - 1e-9))
-    return max(1, math.ceil(math.log2((2.0 - eps) / eps) - 1e-9))
-
-
-def bisect(phi, n: int, eps: float, search: str, device=None) -> Tensor:
-    """Minimise n convex functions of a in [0, 1] at once (eq. 3), to within eps.
-
-    ``phi(a: Tensor[k * n]) -> Tensor[k * n]``: with ``search="loss"`` the values of the n
-    functions at ``k = 2`` stacked points per function; with ``"gradient"`` their derivatives
-    (k = 1). Returns ``a[n]``: 0 (1) when the final interval still touches 0 (1), else its midpoint;
-    values below eps/2 are set to 0.
-    """
-    lo = torch.zeros(n, dtype=torch.float64, device=device)
-    hi = torch.ones(n, dtype=torch.float64, device=device)
-    delta = eps / 4.0
-    for _ in range(bisection_iterations(eps, search)):
-        mid = (lo + hi) / 2
-        if search == "loss":
-            f = phi(torch.cat([mid - delta, mid + delta]))
-            left = f[:n] <= f[n:]                      # the minimiser lies at or below mid + delta
-            lo, hi = torch.where(left, lo, mid - delta), torch.where(left, mid + delta, hi)
-        else:
-            left = phi(mid) > 0
-            lo, hi = torch.where(left, lo, mid), torch.where(left, mid, hi)
-    a = torch.where(lo <= 0, torch.zeros_like(lo), torch.where(hi >= 1, torch.ones_like(hi),
-                                                                (lo + hi) / 2))
-    return torch.where(a < eps / 2, torch.zeros_like(a), a)
-
-
-def normalise_rows(a: np.ndarray, self_weight: str, init_weight: float, eps: float) -> np.ndarray:
-    """Row-stochastic A from the pairwise coefficients ``a_ij`` (ALGORITHMS.md 2.6.1)."""
-    if self_weight == "odds":
-        c = np.minimum(a, 1.0 - eps)
-        A, diag = c / (1.0 - c), 1.0
-    else:
-        A, diag = a.astype(float).copy(), init_weight
-    np.fill_diagonal(A, diag)
-    return A / A.sum(axis=1, keepdims=True)
-
-
-class Mailbox:
-    """The newest copy of every sender's model at every receiver.
-
-    A ring buffer keeps the models sent in the last ``depth`` exchanges (all senders send their
-    current model, so one ``[N, d]`` snapshot per exchange); ``got[i, j]`` is the exchange whose
-    copy of j's model i holds (-1: none). Copies that arrive late in a later round (deadline with
-    ``late: stale``, async) are found from the engine's staleness.
-    """
-
-    def __init__(self, n: int, depth: int):
-        self.got = np.full((n, n), -1)
-        self.ring: deque = deque(maxlen=depth)      # (exchange id, round, models, late)
-        self.round_of: list[int] = []               # round of every exchange id
-
-    def post(self, ex: ExchangeResult, models: Tensor, rnd: int) -> None:
-        """Record one exchange of ``models`` (the senders' models, ``[N, d]``) in round ``rnd``."""
-        e = len(self.round_of)
-        self.round_of.append(rnd)
-        self.ring.append((e, rnd, models, ex.late))
-        self.got[ex.delivered] = e
-        rounds = np.asarray(self.round_of + [-1])[self.got]        # got = -1 -> round -1
-        copy_round = np.where(ex.staleness >= 0, rnd - ex.staleness, -1)
-        newer = copy_round > rounds
-        for e2, r2, _, late in self.ring:                           # oldest first: newest wins
-            self.got[newer & late & (copy_round == r2)] = e2
-
-    def usable(self, ex: ExchangeResult) -> np.ndarray:
-        """``[dst, src]``: a copy is available to the engine's policy and still in the buffer."""
-        return ex.available & (self.got >= self.ring[0][0])
-
-    def mix(self, weights: np.ndarray, like: Tensor) -> Tensor:
-        """``sum_j weights[i, j] copy_ij`` for every receiver i (zero weight where no copy)."""
-        out = torch.zeros_like(like)
-        for e, _, models, _ in self.ring:
-            w = np.where(self.got == e, weights, 0.0)
-            if w.any():
-                out += mix(w, models)
-        return out
-
 
 @register("diple")
 class DiPLe(Algorithm):

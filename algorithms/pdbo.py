@@ -38,56 +38,16 @@ from torch import Tensor
 
 from algorithms import register
 from algorithms.base import Algorithm
+from algorithms.pdbo_fields import COMMON_FIELDS, HGP_FIELDS
 from algorithms.hgp import EdgeStats, expected_push_weights, grad_vjp, hgp_step, hgp_weights
 from netsim.data.datasets import dataset_info
 from netsim.errors import ConfigError
 from netsim.models.ensemble import EnsembleModel
 from netsim.runtime import ClientBank
+from netsim.runtime.adam import BatchedAdam
 from netsim.runtime.mixing import push_sum_weights
-from netsim.runtime.pushsum import PUSH_SUM_FIELDS, PushSum
+from netsim.runtime.pushsum import PushSum
 from netsim.schema import Field
-
-HGP_FIELDS = {
-    "neumann_steps": Field("int", 20, "M, HGP steps per outer step (Table 2: 200 for EMNIST, "
-                           "20 otherwise)", lo=0),
-    "hgp_lr": Field("float", None, "gamma of the SGP map differentiated by HGP; null = the last "
-                    "inner step's (decayed) learning rate, as the v2 code", lo=0.0, lo_open=True,
-                    nullable=True),
-    "same_sample": Field("bool", True, "one mini-batch for both Jacobians per HGP step (App. "
-                         "A.3, the authors' runs); false = independent batches (Alg. 2)"),
-    "edge_stats": Field("str", "estimated", "p_bar and delta_bar: estimated from SGP's on-time "
-                        "arrivals (v2 code), or known from the link and loss models",
-                        choices=("estimated", "known")),
-}
-
-COMMON_FIELDS = {
-    "learners": Field("int", 3, "K base learners per ensemble (Sec. 5)", lo=1),
-    "inner": Field("str", "sgp", "inner solver: sgp (push-sum over the realised directed links) "
-                   "or local (local SGD, no communication)", choices=("sgp", "local")),
-    **PUSH_SUM_FIELDS,
-    "inner_steps": Field("int", 200, "T inner steps per outer step (Table 2: 600 / 1200)", lo=1),
-    "decay_last": Field("list", [100, 50], "inner lr x0.1 at each of the last ... steps "
-                        "(App. A.3: the last 100 and the last 50)", item="int", lo=1),
-    "outer_lr": Field("float", 1.0, "Adam learning rate of lambda (Table 2: 1.0; v2 code 0.1 for "
-                      "EMNIST and CIFAR-10)", lo=0.0),
-    "outer_weight_decay": Field("float", 0.01, "rho: L2 of lambda_i in F_i (Table 2)", lo=0.0),
-    "adam_betas": Field("list", [0.9, 0.99], "Adam (beta1, beta2): paper (0.9, 0.99); v2 code "
-                        "the torch default (0.9, 0.999)", item="float", lo=0.0, hi=0.999999),
-    "outer_split": Field("str", "train", "data of the outer cost F_i: train (paper and code) or "
-                         "val", choices=("train", "val")),
-    "reinit": Field("bool", True, "re-initialise the learners before every outer step (v2 code); "
-                    "false = warm start"),
-    "fixed_batches": Field("bool", True, "replay the same mini-batch sequence in every outer step "
-                           "(v2 code: fixed seed)"),
-    "outer_bn": Field("str", "eval", "BatchNorm in the outer cost F_i: eval = the running "
-                      "statistics (the v2 code puts the model in eval mode for the outer "
-                      "gradient, ALGORITHMS.md 4.9) or train = batch statistics; models without "
-                      "BatchNorm ignore it", choices=("eval", "train")),
-    "select": Field("str", "best_val", "reported personal models: the outer step with the best "
-                    "mean validation accuracy so far (paper), or the last",
-                    choices=("best_val", "last")),
-}
-
 
 @register("pdbo_mtl")
 class PDBOMTL(Algorithm):
@@ -112,7 +72,7 @@ class PDBOMTL(Algorithm):
         self.push_sum = PushSum.from_params(self.n, self.hp, None if graph is None else graph.draining)
         self.w = self.push_sum.fresh_weights(self.device)
         self.z = self.push_sum.bias(self.x0, self.w)
-        self.adam = _Adam(self.lam, self.hp.outer_lr, tuple(self.hp.adam_betas))
+        self.adam = BatchedAdam(self.lam, self.hp.outer_lr, tuple(self.hp.adam_betas))
         self.current = self.bank.flat.clone()
         self.best: tuple[float, Tensor] | None = None
         self.val_history: list[float] = []
@@ -317,26 +277,3 @@ class PDBOMTLLocal(PDBOMTL):
     """PDBO-MTL (local): lambda_i follows its own outer gradient only (M = 0, no cooperation)."""
 
     fields = dict(COMMON_FIELDS)
-
-
-class _Adam:
-    """Adam (Kingma & Ba) on lambda ``[N, K]`` with a step count per agent, so an agent whose
-    hyper-gradient is not finite skips its update alone."""
-
-    def __init__(self, param: Tensor, lr: float, betas: tuple[float, float], eps: float = 1e-8):
-        self.param, self.lr, self.betas, self.eps = param.clone(), lr, betas, eps
-        self.m = torch.zeros_like(param)
-        self.s = torch.zeros_like(param)
-        self.t = torch.zeros(param.shape[0], 1, dtype=param.dtype, device=param.device)
-
-    def step(self, grad: Tensor, ok: Tensor) -> None:
-        b1, b2 = self.betas
-        ok = ok[:, None]
-        g = torch.where(ok, grad, torch.zeros_like(grad))
-        self.t = self.t + ok.to(self.t.dtype)
-        self.m = torch.where(ok, b1 * self.m + (1 - b1) * g, self.m)
-        self.s = torch.where(ok, b2 * self.s + (1 - b2) * g * g, self.s)
-        t = self.t.clamp(min=1)
-        m_hat, s_hat = self.m / (1 - b1 ** t), self.s / (1 - b2 ** t)
-        self.param = torch.where(ok, self.param - self.lr * m_hat / (s_hat.sqrt() + self.eps),
-                                 self.param)

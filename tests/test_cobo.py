@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import netsim.data.rotations  # noqa: F401  (registers the rotated dataset and partition)
-from algorithms.cobo import pair_probability, peer_sum, project_simplex
+from algorithms.cobo_weights import pair_probability, peer_sum, project_simplex
 from netsim import Scenario, run
 from netsim.loop import build_algorithm
 from netsim.analysis.graphs import edge_precision_recall, oracle_matrix

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.diple import Mailbox, bisect, bisection_iterations, normalise_rows
+from algorithms.diple_weights import bisect, bisection_iterations, normalise_rows
+from netsim.runtime.mailbox import Mailbox
 from netsim import Scenario, run
 from netsim.loop import build_algorithm
 from netsim.errors import ConfigError

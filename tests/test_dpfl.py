@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from algorithms.dpfl import random_peers, resolve_budget
+from algorithms.dpfl_budget import random_peers, resolve_budget
 from netsim import Scenario, run
 from netsim.analysis.graphs import oracle_matrix
 from netsim.errors import ConfigError

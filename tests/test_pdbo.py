@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from algorithms.hgp import expected_push_weights
-from algorithms.pdbo import _Adam
+from netsim.runtime.adam import BatchedAdam
 from netsim import Scenario, run
 from netsim.loop import build_algorithm
 from netsim.errors import ConfigError
@@ -168,7 +168,7 @@ def test_runs_at_link_probability_0_1_without_nan(tmp_path):
 def test_adam_matches_torch_and_skips_agents_with_non_finite_hypergradients():
     gen = torch.Generator().manual_seed(0)
     lam = torch.randn(3, 4, generator=gen)
-    adam = _Adam(lam, 0.1, (0.9, 0.99))
+    adam = BatchedAdam(lam, 0.1, (0.9, 0.99))
     ref = torch.nn.Parameter(lam[:2].clone())
     opt = torch.optim.Adam([ref], lr=0.1, betas=(0.9, 0.99))
     for _ in range(3):
