@@ -78,7 +78,7 @@ def _anchor(key: str, name: str) -> str:
 
 
 def scenario_sections() -> list[str]:
-    """The scenario's own sections, in the order a scenario file has them."""
+    """The scenario's own sections, in the order a scenario file has them, then a sweep file's."""
     from netsim.config import (ALGORITHM_COMMON, OUTPUT_FIELDS, SCHEDULE_FIELDS, TOP_FIELDS,
                                TRAIN_FIELDS)
     from netsim.data import DATA_FIELDS
@@ -86,38 +86,41 @@ def scenario_sections() -> list[str]:
     from netsim.network import (CHURN_FIELDS, COMPUTE_FIELDS, CRASH_FIELDS, FAILURE_FIELDS,
                                 LATENCY_FIELDS, LOSS_FIELDS, SCRIPTED_FIELDS, STRAGGLER_FIELDS)
     from netsim.sim.policy import BUDGET_FIELDS, POLICY_FIELDS
+    from netsim.sweep import EXECUTOR_FIELDS, SWEEP_FIELDS
 
     sections: list[tuple[str, str, Mapping[str, Field]]] = [
         ("top level", "the keys of a scenario file", TOP_FIELDS),
-        ("data", "dataset, partition and per-client splits "
-                 "([datasets](#datasets), [partitions](#partitions))", DATA_FIELDS),
-        ("data.augment", "training-batch image augmentation", AUGMENT_FIELDS),
-        ("train", "local training, for every algorithm (each may override it in its own "
-                  "`train`)", TRAIN_FIELDS),
-        ("schedule", "rounds and evaluation cadence", SCHEDULE_FIELDS),
-        ("outputs", "what the run writes", OUTPUT_FIELDS),
-        ("network.latency", "propagation delay and bandwidths ([jitter](#jitter))",
+        ("`data`", "dataset, partition and per-client splits "
+                   "([datasets](#datasets), [partitions](#partitions))", DATA_FIELDS),
+        ("`data.augment`", "training-batch image augmentation", AUGMENT_FIELDS),
+        ("`train`", "local training, for every algorithm (each may override it in its own "
+                    "`train`)", TRAIN_FIELDS),
+        ("`schedule`", "rounds and evaluation cadence", SCHEDULE_FIELDS),
+        ("`outputs`", "what the run writes", OUTPUT_FIELDS),
+        ("`network.latency`", "propagation delay and bandwidths ([jitter](#jitter))",
          LATENCY_FIELDS),
-        ("network.loss", "message loss", LOSS_FIELDS),
-        ("network.compute", "local computation time ([speeds](#speeds))", COMPUTE_FIELDS),
-        ("network.compute.stragglers", "slowed-down nodes", STRAGGLER_FIELDS),
-        ("network.failures", "node and edge failures", FAILURE_FIELDS),
-        ("network.failures.churn", "random crashes and recoveries", CHURN_FIELDS),
-        ("network.failures.crash", "a permanent crash", CRASH_FIELDS),
-        *[(f"network.failures.scripted (kind: {kind})", "one scripted outage", fields)
+        ("`network.loss`", "message loss", LOSS_FIELDS),
+        ("`network.compute`", "local computation time ([speeds](#speeds))", COMPUTE_FIELDS),
+        ("`network.compute.stragglers`", "slowed-down nodes", STRAGGLER_FIELDS),
+        ("`network.failures`", "node and edge failures", FAILURE_FIELDS),
+        ("`network.failures.churn`", "random crashes and recoveries", CHURN_FIELDS),
+        ("`network.failures.crash`", "a permanent crash", CRASH_FIELDS),
+        *[(f"`network.failures.scripted` (kind: {kind})", "one scripted outage", fields)
           for kind, fields in SCRIPTED_FIELDS.items()],
-        ("network.budget", "communication budgets, enforced by the engine", BUDGET_FIELDS),
-        ("network.policy", "receiver policy (also per algorithm: `algorithms[k].policy`)",
+        ("`network.budget`", "communication budgets, enforced by the engine", BUDGET_FIELDS),
+        ("`network.policy`", "receiver policy (also per algorithm: `algorithms[k].policy`)",
          POLICY_FIELDS),
-        ("algorithms[k]", "keys every algorithm accepts besides its own parameters "
-                          "([algorithms](#algorithms))", ALGORITHM_COMMON),
+        ("`algorithms[k]`", "keys every algorithm accepts besides its own parameters "
+                            "([algorithms](#algorithms))", ALGORITHM_COMMON),
+        ("sweep file", "`netsim sweep FILE`: a base scenario, a grid and seeds", SWEEP_FIELDS),
+        ("sweep file: `executor`", "how a sweep's runs execute", EXECUTOR_FIELDS),
     ]
     out = ["## Scenario sections", "",
            "`network.topology`, `network.links`, `model`, `data.dataset` and `data.partition` "
-           "name a registered component: see their sections below.", ""]
-    for name, intro, fields in sections:
-        title = name if name == "top level" else f"`{name}`"
-        out += [f"### {title}", "", intro[0].upper() + intro[1:] + ".", ""]
+           "name a registered component: see their sections below. A sweep file's sections "
+           "come last.", ""]
+    for heading, intro, fields in sections:
+        out += [f"### {heading}", "", intro[0].upper() + intro[1:] + ".", ""]
         out += field_table(fields)
     return out
 
