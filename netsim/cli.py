@@ -46,7 +46,7 @@ def cmd_run(args) -> int:
     scenario = _scenario(args)
     scenario.resolve()                      # fail before anything runs
     run(scenario, seeds=args.seeds, out=args.out, quiet=args.quiet, verbose=args.verbose,
-        overwrite=args.overwrite, threads=args.threads)
+        overwrite=args.overwrite, threads=args.threads, resume=args.resume)
     return 0
 
 
@@ -189,6 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="results root (default: outputs.dir); results go to OUT/<name>/")
     r.add_argument("--overwrite", action="store_true",
                    help="replace the results of another run in OUT/<name>/ (cleared first)")
+    r.add_argument("--resume", action="store_true",
+                   help="continue the interrupted run in OUT/<name>/ from its checkpoint (the "
+                        "same command line plus --resume); results equal an uninterrupted run's")
     threads_arg(r)
     loud = r.add_mutually_exclusive_group()
     loud.add_argument("-q", "--quiet", action="store_true",

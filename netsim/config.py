@@ -55,6 +55,10 @@ OUTPUT_FIELDS = {
     "pdf": Field("bool", False, "also write PDF figures"),
     "trace": Field("bool", False, "record every network event to trace/<alg>_seed<k>.csv"),
     "progress": Field("bool", True, "show a progress bar"),
+    "checkpoint_every": Field("int", None, "write the run's checkpoint every k rounds of each "
+                              "(algorithm, seed) run, for netsim run --resume (null: rounds // 4)",
+                              lo=1, nullable=True),
+    "keep_checkpoints": Field("bool", False, "keep checkpoint.pkl after the run finishes"),
 }
 
 NETWORK_SECTIONS = ("topology", "links", "latency", "loss", "compute", "failures", "budget", "policy")

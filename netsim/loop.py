@@ -8,6 +8,7 @@ callbacks (:class:`Callback`); so is anything a user adds (``netsim.run(..., cal
     on_eval(alg, r)         evaluation due after r rounds (r = 0: the initial models)
     on_step(alg, row)       an accounting step of the engine closed (a network.csv row)
     on_round(alg, t)        round t (0-based) done; raise Diverged to stop the run
+    on_round_end(alg, t)    round t and its evaluation done (checkpoints)
     on_end(alg)             after the last round
 """
 from __future__ import annotations
@@ -40,24 +41,30 @@ class Callback:
 
     def on_round(self, alg, t: int) -> None: ...
 
+    def on_round_end(self, alg, t: int) -> None: ...
+
     def on_end(self, alg) -> None: ...
 
 
-def run_loop(alg, rounds: int, eval_every: int, callbacks: Sequence[Callback]) -> None:
-    """Rounds 0..rounds-1 of ``alg``, evaluated every ``eval_every`` rounds and after the last."""
+def run_loop(alg, rounds: int, eval_every: int, callbacks: Sequence[Callback],
+             first: int = 0) -> None:
+    """Rounds ``first``..rounds-1 of ``alg`` (``first`` > 0: resumed from a checkpoint taken
+    after that many rounds), evaluated every ``eval_every`` rounds and after the last."""
     def emit(hook: str, *args: Any) -> None:
         for cb in callbacks:
             getattr(cb, hook)(alg, *args)
 
     emit("on_start")
-    emit("on_eval", 0)
-    for t in range(rounds):
+    if first == 0:
+        emit("on_eval", 0)
+    for t in range(first, rounds):
         alg.round(t)
         for row in alg.net.end_round():
             emit("on_step", row)
         emit("on_round", t)
         if (t + 1) % eval_every == 0 or t + 1 == rounds:
             emit("on_eval", t + 1)
+        emit("on_round_end", t)
     emit("on_end")
 
 

@@ -88,6 +88,20 @@ def _previous_run(folder: Path) -> tuple[dict, list[int] | None]:
     return _identity(config, seeds)
 
 
+def _resumable(folder: Path, config: dict, seeds: list[int]) -> dict | None:
+    """The checkpoint of ``folder`` when it holds an unfinished run of this same config and
+    seeds; None when there is nothing to resume (no folder, no checkpoint: the run starts
+    afresh); ConfigError when the folder holds another run."""
+    from netsim.checkpoint import load
+
+    if not (folder / "config.yaml").is_file():
+        return None
+    if _previous_run(folder) != _identity(config, seeds):
+        raise ConfigError("--resume", str(folder), "a results folder of this same run (config "
+                          "and seeds)", "it holds another run's results")
+    return load(folder)
+
+
 def claim_folder(folder: Path, config: dict, seeds: list[int], overwrite: bool) -> None:
     """Make ``folder`` an empty folder for this run.
 
@@ -135,15 +149,18 @@ class ResultsWriter:
     """Accumulates a run's results and rewrites each file atomically as it grows."""
 
     def __init__(self, root: str | Path, config: dict, seeds: list[int] | None = None,
-                 overwrite: bool = False):
+                 overwrite: bool = False, resume: bool = False):
         seeds = [config.get("seed", 0)] if seeds is None else seeds
         if not is_safe_name(config["name"]):
             raise ConfigError("name", config["name"], SAFE_NAME_TEXT)
         self.dir = Path(root) / config["name"]
-        claim_folder(self.dir, config, seeds, overwrite)
+        #: the checkpoint this run resumes from (``resume`` and one for this same run), or None
+        self.resumed = _resumable(self.dir, config, seeds) if resume else None
+        if self.resumed is None:
+            claim_folder(self.dir, config, seeds, overwrite)
         self.config = config
-        self.metrics: list[tuple] = []
-        self.network: list[tuple] = []
+        self.metrics: list[tuple] = list(self.resumed["metrics"]) if self.resumed else []
+        self.network: list[tuple] = list(self.resumed["network"]) if self.resumed else []
         self.write(INCOMPLETE, yaml.safe_dump({"seeds": list(seeds)}))
         self.write("config.yaml", yaml.safe_dump(config, sort_keys=False))
 

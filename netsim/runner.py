@@ -7,6 +7,7 @@ the end.
 from __future__ import annotations
 
 import math
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ import numpy as np
 
 from netsim._version import __version__
 from netsim.config import Scenario
+from netsim.checkpoint import CHECKPOINT, Checkpointer, load_algorithm
 from netsim.loop import Callback, Diverged, HealthCheck, make_algorithm, run_loop
 from netsim.progress import Progress
 from netsim.results import Results, ResultsWriter
@@ -63,6 +65,10 @@ class Recorder(Callback):
                                   row["bytes_sent"], row["messages_sent"],
                                   row["messages_delivered"], row["messages_dropped"],
                                   row["mean_latency"], row["max_staleness"])])
+
+    def state(self) -> dict:
+        """What a checkpoint keeps of this recorder (restored into a fresh one on resume)."""
+        return {k: self.__dict__[k] for k in ("collab", "collab_rounds", "final", "sim_time")}
 
     def on_round(self, alg, t: int) -> None:
         if self.progress is not None:
@@ -152,7 +158,7 @@ def print_table(summary: dict, stream=None) -> None:
 def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
         out: str | Path | None = None, quiet: bool = False, verbose: bool = False,
         overwrite: bool = False, threads: int | None = None,
-        callbacks: Sequence[Callback] = ()) -> Results:
+        callbacks: Sequence[Callback] = (), resume: bool = False) -> Results:
     """Validate and run a scenario for each seed; return the results folder read back.
 
     ``OUT/<name>/`` must be new, empty, or hold this same run (then it starts afresh); another
@@ -162,7 +168,10 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
 
     Progress (netsim.progress) and notes go to stderr, the summary table to stdout; ``quiet``
     prints neither (warnings only), ``verbose`` adds a line per finished (algorithm, seed).
-    ``callbacks``: extra :class:`netsim.loop.Callback` objects for every (algorithm, seed) run."""
+    ``callbacks``: extra :class:`netsim.loop.Callback` objects for every (algorithm, seed) run.
+    ``resume``: continue the unfinished run in ``OUT/<name>/`` from its checkpoint
+    (netsim.checkpoint): finished (algorithm, seed) runs are kept, the interrupted one goes on from
+    its last checkpoint, and the results equal an uninterrupted run's."""
     from netsim import memory
     from netsim.data import build_client_data
     from netsim.models import build_model
@@ -177,8 +186,22 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
     use_threads(cfg["threads"] if threads is None else threads)
     device = resolve_device(cfg["device"])
     memory.check(cfg, device)
-    writer = ResultsWriter(out or cfg["outputs"]["dir"], cfg, seeds, overwrite=overwrite)
+    writer = ResultsWriter(out or cfg["outputs"]["dir"], cfg, seeds, overwrite=overwrite,
+                           resume=resume)
     per_run: dict[str, dict[int, dict]] = {a["label"]: {} for a in cfg["algorithms"]}
+    current = None
+    if writer.resumed is not None:
+        per_run, current = writer.resumed["per_run"], writer.resumed["current"]
+
+    def run_state() -> dict:
+        """The run-level part of a checkpoint: rows written and finished runs."""
+        return {"metrics": writer.metrics, "network": writer.network, "per_run": per_run,
+                "current": None}
+
+    def save(state: dict) -> None:
+        writer.write(CHECKPOINT, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+    rounds = cfg["schedule"]["rounds"]
+    every = cfg["outputs"]["checkpoint_every"] or max(1, rounds // 4)
     progress = None
     if cfg["outputs"]["progress"] and not quiet:
         progress = Progress(cfg["name"], list(per_run), seeds, cfg["schedule"]["rounds"])
@@ -204,12 +227,24 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
                 label = spec["label"]
                 if progress is not None:
                     progress.start(label, seed)
+                if seed in per_run[label]:                     # finished before a --resume
+                    if progress is not None:
+                        progress.skip()
+                    continue
                 rec = Recorder(writer, label, seed, data, progress)
                 start = time.perf_counter()
                 alg = make_algorithm(cfg, spec, seed, streams, data, model, device)
+                first = 0
+                if current is not None and (current["label"], current["seed"]) == (label, seed):
+                    load_algorithm(alg, current["algorithm"])
+                    rec.__dict__.update(current["recorder"])
+                    first, current = current["round"], None
+                ckpt = Checkpointer(save, run_state,
+                                    lambda: {"label": label, "seed": seed,
+                                             "recorder": rec.state()}, every, rounds)
                 try:
-                    run_loop(alg, cfg["schedule"]["rounds"], cfg["schedule"]["eval_every"],
-                             [HealthCheck(), rec, *callbacks])
+                    run_loop(alg, rounds, cfg["schedule"]["eval_every"],
+                             [HealthCheck(), rec, ckpt, *callbacks], first=first)
                     outcome = {"test": rec.final["test"]}
                 except Diverged as err:
                     outcome = {"diverged": err.record(seed)}
@@ -232,6 +267,7 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
                          f"{alg.sim.now:.2f} simulated s, {wall:.1f} s")
                 done = {k: v for k, v in per_run.items() if v}
                 writer.write_summary(summarise(done, cfg))
+                save(run_state())
     finally:
         if progress is not None:
             progress.close()
@@ -246,6 +282,8 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
         paths = write_run_figures(writer.dir, data, pdf=cfg["outputs"]["pdf"])
         if not quiet:
             note(f"{len(paths)} figures written in {time.perf_counter() - start:.1f} s")
+    if not cfg["outputs"]["keep_checkpoints"]:
+        writer.path(CHECKPOINT).unlink(missing_ok=True)
     writer.finish()
     if not quiet:
         print_table(summary)

@@ -11,6 +11,7 @@ Jitter distributions are parametrised so that their MEAN is ``scale``:
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np
@@ -24,37 +25,62 @@ JITTER = Registry("jitter distribution")
 _SCALE = {"scale": Field("float", 0.0, "mean jitter (simulated s)", lo=0.0)}
 
 
+# Samplers are module-level functions bound with functools.partial (picklable: checkpoints).
+def _zeros(rng: np.random.Generator, m: int) -> np.ndarray:
+    return np.zeros(m)
+
+
+def _full(value: float, rng: np.random.Generator, m: int) -> np.ndarray:
+    return np.full(m, value)
+
+
+def _uniform_draw(scale: float, rng: np.random.Generator, m: int) -> np.ndarray:
+    return rng.uniform(0.0, 2.0 * scale, m)
+
+
+def _exponential_draw(scale: float, rng: np.random.Generator, m: int) -> np.ndarray:
+    return rng.exponential(scale, m)
+
+
+def _lognormal_draw(mu: float, sigma: float, rng: np.random.Generator, m: int) -> np.ndarray:
+    return rng.lognormal(mu, sigma, m)
+
+
+def _pareto_draw(x_m: float, alpha: float, rng: np.random.Generator, m: int) -> np.ndarray:
+    return x_m * (1.0 + rng.pareto(alpha, m))
+
+
 @JITTER.register("none")
 def _none() -> Sampler:
     """No jitter."""
-    return lambda rng, m: np.zeros(m)
+    return _zeros
 
 
 @JITTER.register("constant", _SCALE)
 def _constant(scale: float) -> Sampler:
     """Always ``scale``."""
-    return lambda rng, m: np.full(m, scale)
+    return partial(_full, scale)
 
 
 @JITTER.register("uniform", _SCALE)
 def _uniform(scale: float) -> Sampler:
     """U[0, 2 scale]."""
-    return lambda rng, m: rng.uniform(0.0, 2.0 * scale, m)
+    return partial(_uniform_draw, scale)
 
 
 @JITTER.register("exponential", _SCALE)
 def _exponential(scale: float) -> Sampler:
     """Exponential with mean ``scale``."""
-    return lambda rng, m: rng.exponential(scale, m)
+    return partial(_exponential_draw, scale)
 
 
 @JITTER.register("lognormal", {**_SCALE, "sigma": Field("float", 1.0, "log-scale std", lo=0.0)})
 def _lognormal(scale: float, sigma: float) -> Sampler:
     """exp(ln(scale) - sigma^2/2 + sigma Z): mean ``scale``."""
     if scale == 0:
-        return lambda rng, m: np.zeros(m)
+        return _zeros
     mu = np.log(scale) - sigma**2 / 2
-    return lambda rng, m: rng.lognormal(mu, sigma, m)
+    return partial(_lognormal_draw, mu, sigma)
 
 
 @JITTER.register("pareto", {**_SCALE, "alpha": Field("float", 2.5, "tail index (> 1)", lo=1.0,
@@ -62,7 +88,7 @@ def _lognormal(scale: float, sigma: float) -> Sampler:
 def _pareto(scale: float, alpha: float) -> Sampler:
     """Pareto with shape ``alpha`` and x_m = scale (alpha-1)/alpha: mean ``scale``."""
     x_m = scale * (alpha - 1) / alpha
-    return lambda rng, m: x_m * (1.0 + rng.pareto(alpha, m))
+    return partial(_pareto_draw, x_m, alpha)
 
 
 LATENCY_FIELDS = {

@@ -169,6 +169,17 @@ class Simulator:
         self.wall_time = 0.0                                      # engine's own wall-clock cost
 
     # ------------------------------------------------------------------ time and state
+    def __getstate__(self) -> dict:
+        """Checkpoints: between rounds only the clock of the SimPy environment matters (what is
+        left in its queue are timeouts nobody waits for), so it is stored as a number."""
+        state = dict(self.__dict__)
+        state["env"] = float(self.env.now)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state["env"] = simpy.Environment(initial_time=state["env"])
+        self.__dict__.update(state)
+
     @property
     def now(self) -> float:
         return float(self.env.now)

@@ -1,0 +1,92 @@
+"""Checkpoints of a run, for ``netsim run --resume``: continue after a kill with the same numbers.
+
+One file, ``OUT/<name>/checkpoint.pkl``, written atomically (a temporary file renamed into
+place, so a kill leaves the previous one) every ``outputs.checkpoint_every`` rounds of every
+(algorithm, seed) run and after each run finishes. It holds what the run has produced so far
+(the rows of metrics.csv and network.csv, the finished runs' results) and, mid-run, the whole
+state of the running algorithm: its client banks (parameters, momentum, BatchNorm statistics),
+its own state (W, mailboxes, push-sum weights, lambda, EMA, ...), its random generators and its
+engine (clock, mailbox of newest copies, pending late messages, budgets, link processes), and
+the recorder's. What the run rebuilds identically from its config and seed — the clients' data,
+the model, the typed parameters — is not stored (pickle persistent ids). Deleted when the run
+finishes unless ``outputs.keep_checkpoints``.
+"""
+from __future__ import annotations
+
+import copyreg
+import io
+import pickle
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from netsim.loop import Callback
+
+CHECKPOINT = "checkpoint.pkl"
+
+
+def _generator(device: str, state: torch.Tensor) -> torch.Generator:
+    gen = torch.Generator(device=device)
+    gen.set_state(state)
+    return gen
+
+
+copyreg.pickle(torch.Generator, lambda g: (_generator, (str(g.device), g.get_state())))
+
+
+def _rebuilt(alg) -> dict[str, Any]:
+    """The objects of ``alg`` that a resumed run builds anew from the config and seed."""
+    return {"ctx": alg.ctx, "data": alg.data, "model": alg.ctx.model, "hp": alg.hp,
+            "train": alg.train}
+
+
+def dump_algorithm(alg) -> bytes:
+    """The state of ``alg`` (its ``__dict__``) without what is rebuilt from the config."""
+    keep = {id(obj): name for name, obj in _rebuilt(alg).items()}
+
+    class Pickler(pickle.Pickler):
+        def persistent_id(self, obj: Any) -> str | None:
+            return keep.get(id(obj))
+
+    buf = io.BytesIO()
+    Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(alg.__dict__)
+    return buf.getvalue()
+
+
+def load_algorithm(alg, blob: bytes) -> None:
+    """Put the state of :func:`dump_algorithm` into ``alg``, freshly built from the same config
+    and seed."""
+    objects = _rebuilt(alg)
+
+    class Unpickler(pickle.Unpickler):
+        def persistent_load(self, pid: str) -> Any:
+            return objects[pid]
+
+    alg.__dict__.update(Unpickler(io.BytesIO(blob)).load())
+
+
+def load(folder: Path) -> dict | None:
+    """The checkpoint of a results folder, or None."""
+    path = Path(folder) / CHECKPOINT
+    if not path.is_file():
+        return None
+    with path.open("rb") as fh:
+        return pickle.load(fh)
+
+
+class Checkpointer(Callback):
+    """Writes the checkpoint every ``every`` rounds of a run (not after its last round: the run
+    then finishes and the runner writes one). ``state()`` gives the run-level part (rows, finished
+    runs); ``current()`` the running algorithm's recorder state."""
+
+    def __init__(self, write: Callable[[dict], None], state: Callable[[], dict],
+                 current: Callable[[], dict], every: int, rounds: int):
+        self.write, self.state, self.current = write, state, current
+        self.every, self.rounds = every, rounds
+
+    def on_round_end(self, alg, t: int) -> None:
+        done = t + 1
+        if done % self.every == 0 and done < self.rounds:
+            self.write({**self.state(), "current": {**self.current(), "round": done,
+                                                    "algorithm": dump_algorithm(alg)}})
