@@ -1,0 +1,239 @@
+"""netsim against a hand-written batched floor and a per-client loop on one workload, in one run.
+
+    python benchmarks/bench_peer.py [--rounds 50] [--repeats 3] [--threads 1] [--no-memory]
+                                    [--only fedavg sgp ...]
+
+Workload (issue 18): scikit-learn's digits, 100 clients holding 2 classes each (pathological
+partition), MLP 64-128-10, 1 local SGD step of batch 32 per round, evaluation only at the end.
+
+- ``floor``: FedAvg with no network, written by hand: stacked parameters ``[N, ...]``, forward
+  and backward with ``baddbmm``/``bmm``, in-place SGD, weighted average and broadcast.
+- ``loop``: the same FedAvg with one ``nn.Module`` and ``torch.optim.SGD`` per client.
+- netsim, with the full engine on: FedAvg on a star with stragglers (lognormal speeds, 10% of
+  the clients 5x slower), a deadline and 1% loss; SGP and D-PSGD (and DPFL, CoBo, DiPLe, PDBO)
+  on random directed Bernoulli(0.5) links of the complete graph with latency and 1% loss.
+
+The floor, the loop and netsim's FedAvg start from the same initial weights on the same client
+data. Every configuration runs once per repetition, interleaved, so that background load hits
+them alike; seconds per round are medians over repetitions of the mean over rounds 2..R (netsim:
+timed by a run-loop callback between rounds, so recording and checkpoints are included; setup
+and the evaluations are not). PDBO's round is ``inner_steps`` SGP steps plus HGP: its ratio is
+also given per inner step. Peak memory (``ru_maxrss``) is measured by running each
+configuration once more in its own process. Accuracy: mean test accuracy over clients at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from netsim import Scenario, run
+from netsim.loop import Callback, build_algorithm
+from netsim.threads import use_threads
+
+CLIENTS, LR, BATCH = 100, 0.05, 32
+
+BASE = {
+    "name": "bench_peer", "seed": 0, "clients": CLIENTS,
+    "data": {"dataset": "digits", "partition": {"name": "pathological", "classes_per_client": 2},
+             "val_fraction": 0.1, "test_fraction": 0.2},
+    "model": {"name": "mlp", "hidden": [128]},
+    "train": {"lr": LR, "momentum": 0.0, "batch_size": BATCH, "local_steps": 1},
+    "outputs": {"figures": False, "progress": False},
+}
+STAR = {"topology": "star", "loss": {"p": 0.01},
+        "compute": {"speed": {"name": "lognormal", "sigma": 0.3},
+                    "stragglers": {"share": 0.1, "slowdown": 5.0}},
+        "policy": {"name": "deadline", "deadline": 0.05}}
+RANDOM = {"topology": "complete", "links": {"name": "bernoulli", "p": 0.5}, "loss": {"p": 0.01},
+          "latency": {"base": 0.005, "jitter": {"name": "exponential", "scale": 0.002}}}
+PDBO_INNER = 10
+NETSIM = {
+    "fedavg": ("fedavg", STAR),
+    "sgp": ("sgp", RANDOM),
+    "dpsgd": ("dpsgd", RANDOM),
+    "dpfl": ({"name": "dpfl", "budget": 0.1}, RANDOM),
+    "cobo": ("cobo", RANDOM),
+    "diple": ("diple", RANDOM),
+    "pdbo_mtl": ({"name": "pdbo_mtl", "inner_steps": PDBO_INNER, "decay_last": [3],
+                  "neumann_steps": 5, "reinit": False, "fixed_batches": False}, RANDOM),
+}
+
+
+def scenario(name: str, rounds: int) -> dict:
+    """The workload with the network and algorithm of ``name``."""
+    alg, network = NETSIM[name]
+    return {**BASE, "network": network, "algorithms": [alg],
+            "schedule": {"rounds": rounds, "eval_every": rounds}}
+
+
+class RoundClock(Callback):
+    """Times of the ends of rounds."""
+
+    def __init__(self):
+        self.ends: list[float] = []
+
+    def on_round(self, alg, t: int) -> None:
+        self.ends.append(time.perf_counter())
+
+
+def per_round(ends: list[float]) -> float:
+    """Mean seconds per round over rounds 2..R (round 1 warms up)."""
+    return (ends[-1] - ends[0]) / (len(ends) - 1)
+
+
+def run_netsim(name: str, rounds: int) -> tuple[float, float]:
+    clock = RoundClock()
+    with tempfile.TemporaryDirectory() as out:
+        res = run(Scenario(scenario(name, rounds)), out=out, quiet=True,
+                  threads=torch.get_num_threads(), callbacks=[clock])
+        acc = res.summary["algorithms"][NETSIM[name][0] if isinstance(NETSIM[name][0], str)
+                                        else NETSIM[name][0]["name"]]["mean_accuracy"]
+    return per_round(clock.ends), acc
+
+
+class Workload:
+    """The clients' data and FedAvg's initial model as netsim builds them."""
+
+    def __init__(self):
+        alg = build_algorithm(scenario("fedavg", 1))
+        data = alg.data
+        self.n = data.n["train"].double()
+        self.x = data.x["train"].flatten(2)                  # [N, max_n, 64]
+        self.y = data.y["train"]
+        self.xt, self.yt, self.nt = data.x["test"].flatten(2), data.y["test"], data.n["test"]
+        self.init = {k: v.detach().clone() for k, v in alg.bank.params().items()}
+        self.share = (self.n / self.n.sum()).float()
+
+    def batch(self, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """One batch of BATCH samples per client, uniformly from its own training samples."""
+        u = torch.rand(CLIENTS, BATCH, generator=gen)
+        idx = (u * self.n[:, None].float()).long()
+        rows = torch.arange(CLIENTS)[:, None]
+        return self.x[rows, idx], self.y[rows, idx]
+
+    def accuracy(self, w1, b1, w2, b2) -> float:
+        """Mean over clients of the test accuracy of stacked weights."""
+        h = torch.relu(torch.baddbmm(b1[:, None], self.xt, w1.transpose(1, 2)))
+        out = torch.baddbmm(b2[:, None], h, w2.transpose(1, 2))
+        mask = torch.arange(self.xt.shape[1])[None] < self.nt[:, None]
+        correct = ((out.argmax(-1) == self.yt) & mask).sum(1)
+        return float((correct / self.nt.clamp(min=1)).mean())
+
+
+def run_floor(wl: Workload, rounds: int) -> tuple[float, float]:
+    """FedAvg by hand: stacked forward/backward with baddbmm/bmm, no network."""
+    p = {k: v.clone() for k, v in wl.init.items()}
+    w1, b1, w2, b2 = p["fc1.weight"], p["fc1.bias"], p["fc2.weight"], p["fc2.bias"]
+    gen, ends, share = torch.Generator().manual_seed(0), [], wl.share
+    for _ in range(rounds):
+        x, y = wl.batch(gen)
+        z1 = torch.baddbmm(b1[:, None], x, w1.transpose(1, 2))
+        a1 = torch.relu(z1)
+        z2 = torch.baddbmm(b2[:, None], a1, w2.transpose(1, 2))
+        dz2 = torch.softmax(z2, -1)
+        dz2.scatter_add_(-1, y[..., None], torch.full_like(y[..., None], -1, dtype=dz2.dtype))
+        dz2 /= BATCH
+        dz1 = torch.bmm(dz2, w2).mul_(z1 > 0)
+        w2.sub_(torch.bmm(dz2.transpose(1, 2), a1), alpha=LR)
+        b2.sub_(dz2.sum(1), alpha=LR)
+        w1.sub_(torch.bmm(dz1.transpose(1, 2), x), alpha=LR)
+        b1.sub_(dz1.sum(1), alpha=LR)
+        for t in (w1, b1, w2, b2):                        # FedAvg: weighted mean, broadcast
+            t.copy_(torch.tensordot(share, t, dims=1).expand_as(t))
+        ends.append(time.perf_counter())
+    return per_round(ends), wl.accuracy(w1, b1, w2, b2)
+
+
+def run_loop(wl: Workload, rounds: int) -> tuple[float, float]:
+    """FedAvg with one nn.Module and optimiser per client."""
+    models = []
+    for i in range(CLIENTS):
+        m = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+        with torch.no_grad():
+            for (name, _), q in zip(wl.init.items(), m.parameters()):
+                q.copy_(wl.init[name][i])
+        models.append((m, torch.optim.SGD(m.parameters(), lr=LR)))
+    gen, ends, share = torch.Generator().manual_seed(0), [], wl.share
+    for _ in range(rounds):
+        x, y = wl.batch(gen)
+        for i, (m, opt) in enumerate(models):
+            opt.zero_grad()
+            F.cross_entropy(m(x[i]), y[i]).backward()
+            opt.step()
+        with torch.no_grad():
+            for qs in zip(*(m.parameters() for m, _ in models)):
+                mean = sum(s * q for s, q in zip(share.tolist(), qs))
+                for q in qs:
+                    q.copy_(mean)
+        ends.append(time.perf_counter())
+    stacked = [torch.stack([q.detach() for q in qs]) for qs in
+               zip(*(m.parameters() for m, _ in models))]
+    return per_round(ends), wl.accuracy(*stacked)
+
+
+def measure(name: str, rounds: int, wl: Workload | None) -> tuple[float, float]:
+    if name == "floor":
+        return run_floor(wl, rounds)
+    if name == "loop":
+        return run_loop(wl, rounds)
+    return run_netsim(name, rounds)
+
+
+def peak_mb(name: str, rounds: int, threads: int) -> float:
+    """``ru_maxrss`` of a fresh process running ``name`` once."""
+    out = subprocess.run([sys.executable, __file__, "--child", name, "--rounds", str(rounds),
+                          "--threads", str(threads)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.splitlines()[-1])["peak_mb"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=50)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--only", nargs="+", default=None, help="netsim algorithms (default: all)")
+    ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    use_threads(args.threads)
+    if args.child:
+        wl = Workload() if args.child in ("floor", "loop") else None
+        measure(args.child, args.rounds, wl)
+        print(json.dumps({"peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+        return
+    names = ["floor", "loop", *(args.only or NETSIM)]
+    wl = Workload()
+    times: dict[str, list[float]] = {n: [] for n in names}
+    acc: dict[str, float] = {}
+    for _ in range(args.repeats):
+        for name in names:
+            sec, acc[name] = measure(name, args.rounds, wl)
+            times[name].append(sec)
+    med = {n: statistics.median(t) for n, t in times.items()}
+    mem = {n: (float("nan") if args.no_memory else peak_mb(n, args.rounds, args.threads))
+           for n in names}
+    load = os.getloadavg()[0]
+    print(f"# {CLIENTS} clients, {args.rounds} rounds, {args.repeats} repetitions, "
+          f"{args.threads} thread(s), load average {load:.2f}, torch {torch.__version__}")
+    print(f"{'':<10}{'s/round':>10}{'x floor':>9}{'x loop':>8}{'peak MB':>9}{'accuracy':>10}")
+    for n in names:
+        extra = ""
+        if n == "pdbo_mtl":
+            extra = f"   per inner step: {med[n] / PDBO_INNER / med['floor']:.2f}x floor"
+        print(f"{n:<10}{med[n]:>10.5f}{med[n] / med['floor']:>9.2f}{med[n] / med['loop']:>8.2f}"
+              f"{mem[n]:>9.0f}{acc[n]:>10.4f}{extra}")
+
+
+if __name__ == "__main__":
+    main()
