@@ -20,7 +20,8 @@ midpoint ``z_ij = (x_i + x_j) / 2``. A round of Alg. 1 over the simulated networ
 Over lossy links a pair's update needs every one of its messages in the round: 4 with the paper's
 exchange (p^4 on Bernoulli(p) links). ``protocol: relay`` needs 3 (one model, the reply
 ``[x_j, h_j]``, the inner product back; ``(1 - (1 - p)^2) p^2``) and gives the same W and models
-on perfect links; ``completion: rate`` divides gamma by the pair's estimated completion rate.
+on perfect links (both protocols' messages: ``algorithms/cobo_pairs.py``); ``completion: rate``
+divides gamma by the pair's estimated completion rate.
 
 Paper-vs-code differences (ALGORITHMS.md 1.4) are options: ``order`` (W-then-X as in Alg. 1, or
 the code's X-then-W, which equals Alg. 1 shifted by one model step: round 0 steps with W^0),
@@ -32,21 +33,19 @@ code's bug: both midpoint gradients on client i's data) and ``similarity`` (cosi
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import replace
 
 import numpy as np
 import torch
 
 from algorithms import register
 from algorithms.base import Algorithm
+from algorithms.cobo_pairs import PROTOCOLS, exchange_pairs, relay_pairs
 from algorithms.cobo_weights import pair_probability, peer_sum, project_simplex
 from netsim.errors import ConfigError
 from netsim.schema import Field
 from netsim.sim.engine import ExchangeResult
 
 SAMPLING = ("constant", "time", "mixed", "all")
-PROTOCOLS = ("exchange", "relay")
-SCALAR_BYTES = 8          # relay: the inner product <h_i, h_j> sent back (one float64)
 
 
 @register("cobo")
@@ -141,81 +140,18 @@ class CoBo(Algorithm):
         models = self.exchange(want, self.bank.size_bytes)
         self.log_links(models.delivered)
         self.sampled += pairs
-        if self.hp.protocol == "exchange":
-            self.select(pairs & models.delivered & models.delivered.T)
+        if self.hp.protocol == "exchange":       # Client-Selection's messages (cobo_pairs.py)
+            a, b = exchange_pairs(self, pairs, models, self.bank.size_bytes)
         else:
-            models = self.relay(pairs, models)
-        self.model_step(models, record=t in self.eval_rounds)
-
-    def select(self, pairs: np.ndarray) -> None:
-        """Client-Selection (eq. 1/4) for the sampled pairs whose two models arrived."""
-        a, b = np.nonzero(pairs)
-        if a.size:
-            count = np.bincount(np.r_[a, b], minlength=self.n)
-            comp = self.compute_phase(active=count > 0, steps=count)
-            fin = comp.finished
-            req = np.zeros((self.n, self.n), bool)
-            req[a, b], req[b, a] = fin[b], fin[a]
-            grads = self.exchange(req, self.bank.size_bytes, ready=comp.finish_time)
-            both = grads.delivered[a, b] & grads.delivered[b, a]
-            a, b = a[both], b[both]
+            a, b, models = relay_pairs(self, pairs, models, self.bank.size_bytes)
         self.commit(a, b)
+        self.model_step(models, record=t in self.eval_rounds)
 
     def commit(self, a: np.ndarray, b: np.ndarray) -> None:
         """Apply eq. (1/4) on both ends of the completed pairs ``(a, b)`` and record them."""
         if a.size:
             self.update_w(a, b, self.midpoint_alignment(a, b))
         self.updated.append(np.stack([a, b]))
-
-    def relay(self, pairs: np.ndarray, models: ExchangeResult) -> ExchangeResult:
-        """Client-Selection with three messages per sampled pair (``protocol: relay``).
-
-        1. the model exchange above: the *responder* r is the end that received the other end's
-           (the *initiator* i's) model ``x_i`` -- for a pair i < j, j if ``x_i`` reached j, else i
-           if ``x_j`` reached i, else the pair stops;
-        2. r computes ``h_r = grad f_r(z_ir; xi_r)`` at ``z_ir = (x_i + x_r)/2`` and replies with
-           ``[x_r, h_r]`` (2d floats);
-        3. i, holding both models, computes ``h_i = grad f_i(z_ir; xi_i)`` and the alignment
-           ``<h_i, h_r>`` (cosine with ``similarity: cosine``) and sends that one number back
-           (``SCALAR_BYTES``).
-        Both ends apply ``w_ir <- Proj(w_ir + gamma <h_i, h_r>)`` exactly when message 3 arrives
-        (it arrives only if 1 and 2 did), so a pair completes with probability
-        ``(1 - (1 - p)^2) p^2`` on Bernoulli(p) links instead of ``p^4``. The simulator commits
-        both ends atomically on the delivery of message 3: i does not observe that delivery, so a
-        deployment would apply the update at i only when r confirms it (e.g. on r's next
-        message); the 4-message exchange makes the same idealisation (an end does not observe
-        whether its own gradient arrived). The reply's ``x_r`` is a fresh copy for i's penalty
-        this round (returned as the updated model-exchange result).
-        """
-        n = self.n
-        a, b = np.nonzero(pairs)
-        got_b, got_a = models.delivered[b, a], models.delivered[a, b]
-        ok = got_b | got_a
-        init = np.where(got_b, a, b)[ok]
-        resp = np.where(got_b, b, a)[ok]
-        fresh = np.zeros((n, n), bool)
-        if init.size:
-            comp = self.compute_phase(active=np.bincount(resp, minlength=n) > 0,
-                                      steps=np.bincount(resp, minlength=n))
-            req = np.zeros((n, n), bool)
-            req[init, resp] = comp.finished[resp]
-            reply = self.exchange(req, 2 * self.bank.size_bytes, ready=comp.finish_time)
-            got = reply.delivered[init, resp]
-            fresh[init[got], resp[got]] = True
-            init, resp = init[got], resp[got]
-        if init.size:
-            steps = np.bincount(init, minlength=n)
-            comp = self.compute_phase(active=steps > 0, steps=steps)
-            req = np.zeros((n, n), bool)
-            req[resp, init] = comp.finished[init]
-            back = self.exchange(req, SCALAR_BYTES, ready=comp.finish_time)
-            done = back.delivered[resp, init]
-            init, resp = init[done], resp[done]
-        lo, hi = np.minimum(init, resp), np.maximum(init, resp)
-        order = np.lexsort((hi, lo))
-        self.commit(lo[order], hi[order])
-        return replace(models, available=models.available | fresh,
-                       staleness=np.where(fresh, 0, models.staleness))
 
     def midpoint_alignment(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """``<grad f_a(z_ab; xi_a), grad f_b(z_ab; xi_b)>`` for all pairs in one batched call."""

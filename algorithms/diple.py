@@ -4,12 +4,12 @@ Client i keeps a local model ``w_loc,i`` (``self.bank``), a mixture minimiser ``
 (``self.mixer``) and row i of the directed graph ``A = [alpha_ij]`` with
 ``alpha_ii + sum_j alpha_ij = 1``. Round r of Alg. 1, all clients batched:
 
-Stage I (learning the graph): E local SGD steps ``w_loc,i^{r,-1} -> w_loc,i^{r,0}``; every
-candidate j sends ``w_loc,j^{r,0}`` to i; for every delivered pair, bisection with threshold eps
-on ``a in [0, 1]`` minimising ``f_i((1 - a) w_loc,i^{r,0} + a w_loc,j^{r,0})`` (eq. 3), with
-``a < eps/2 -> 0``; the row is normalised. All bisections of all clients and candidates run as
-one batch: each iteration evaluates the [P, d] mixed models in one loss call with their owner's
-data.
+Stage I (learning the graph, ``algorithms/diple_graph.py``): E local SGD steps
+``w_loc,i^{r,-1} -> w_loc,i^{r,0}``; every candidate j sends ``w_loc,j^{r,0}`` to i; for every
+delivered pair, bisection with threshold eps on ``a in [0, 1]`` minimising
+``f_i((1 - a) w_loc,i^{r,0} + a w_loc,j^{r,0})`` (eq. 3), with ``a < eps/2 -> 0``; the row is
+normalised. All bisections of all clients and candidates run as one batch: each iteration
+evaluates the [P, d] mixed models in one loss call with their owner's data.
 Stage II (learning on the fixed graph A^r), t = 0..T-1: one local SGD step
 ``w_loc,i^{r,t} -> w_loc,i^{r,t+1}``; j sends ``w_loc,j^{r,t+1}`` along every edge alpha_ij > 0;
 ``w_i <- w_i - eta alpha_ii grad f_i(alpha_ii w_i + sum_j alpha_ij w_loc,j)`` (eq. 4, with the
@@ -59,14 +59,14 @@ from torch import Tensor
 
 from algorithms import register
 from algorithms.base import Algorithm
-from algorithms.diple_weights import BISECTION_FLOATS, bisect, bisection_iterations, normalise_rows
+from algorithms.diple_graph import GraphLearning
 from netsim.errors import ConfigError
 from netsim.runtime.mailbox import Mailbox
 from netsim.schema import Field
 from netsim.sim.engine import ExchangeResult
 
 @register("diple")
-class DiPLe(Algorithm):
+class DiPLe(GraphLearning, Algorithm):
     """DiPLe: bisection-learned directed graph + mixture-minimiser training (Alg. 1)."""
 
     fields = {
@@ -136,96 +136,7 @@ class DiPLe(Algorithm):
             raise ConfigError("data.val_fraction", 0.0, "a float in (0, 1)",
                               f"{path} evaluates f_i on the validation split")
 
-    # ------------------------------------------------------------------ graph
-    def normalise(self, a: np.ndarray) -> np.ndarray:
-        return normalise_rows(a, self.hp.self_weight, self.hp.init_weight, self.eps)
-
-    def candidates(self) -> np.ndarray:
-        """``[dst, src]``: the peers whose model each client evaluates this round."""
-        mode = self.hp.candidates
-        if mode != "sample":
-            return self.reach & (self.a > 0) if mode == "neighbours" else self.reach.copy()
-        keys = np.where(self.reach, self.rng.random((self.n, self.n)), np.inf)
-        pick = (keys.argsort(axis=1).argsort(axis=1) < self.hp.sample_peers) & self.reach
-        return pick | ((self.a > 0) & self.reach) if self.hp.keep_neighbours else pick
-
-    def bisection_data(self, owner: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
-        """The data of each pair's owner: a fixed batch per client (mask None) or its full split."""
-        split, b = self.hp.bisection_split, self.hp.bisection_batch
-        if b is not None:
-            x, y = self.data.sample_batch(split, b, self.gen)
-            return x[owner], y[owner], None
-        x, y, mask = self.data.full(split)
-        return x[owner], y[owner], mask[owner]
-
-    def learn_weights(self, owner: Tensor, peer: Tensor, models: Tensor) -> Tensor:
-        """eq. 3 for every pair (owner i, peer j) at once, in blocks of at most BISECTION_FLOATS."""
-        out = torch.empty(len(owner), dtype=torch.float64, device=self.device)
-        block = max(1, BISECTION_FLOATS // (2 * self.bank.d))     # pairs per block
-        x_all, y_all, m_all = self.bisection_data(owner)
-        reps = 2 if self.hp.search == "loss" else 1    # points per pair and iteration
-        for s in range(0, len(owner), block):
-            sl = slice(s, s + block)
-            own = self.bank.flat[owner[sl]]
-            diff = models[peer[sl]] - own
-            k = len(own)
-            rows = torch.empty(reps * k, self.bank.d, dtype=own.dtype, device=self.device)
-            c = owner[sl].repeat(reps)
-            x = x_all[sl].repeat(reps, *[1] * (x_all.dim() - 1))
-            y = y_all[sl].repeat(reps, *[1] * (y_all.dim() - 1))
-            mask = None if m_all is None else m_all[sl].repeat(reps, 1)
-
-            def phi(a: Tensor) -> Tensor:
-                a = a.to(own.dtype)[:, None]
-                for r in range(reps):                     # rows = (1 - a) w_i + a w_j
-                    torch.addcmul(own, a[r * k:(r + 1) * k], diff, out=rows[r * k:(r + 1) * k])
-                if self.hp.search == "gradient":
-                    return (self.bank.grad(x, y, clients=c, flat=rows)[1] * diff).sum(1).double()
-                if mask is None:
-                    return self.bank.loss(x, y, clients=c, flat=rows).double()
-                return self.bank.evaluate(x, y, mask, clients=c, flat=rows)[1].double()
-
-            with torch.no_grad():
-                out[sl] = bisect(phi, k, self.eps, self.hp.search, self.device)
-        return out
-
-    def eval_steps(self, split_sizes: np.ndarray, models: np.ndarray,
-                   forward_only: bool) -> np.ndarray:
-        """Simulated compute of evaluating ``models[i]`` models on ``split_sizes[i]`` samples, in
-        local-step units (a forward pass is a third of a training step)."""
-        b = self.train.batch_size
-        return models * split_sizes / b / (3.0 if forward_only else 1.0)
-
     # ------------------------------------------------------------------ stages
-    def stage_one(self, alive: np.ndarray) -> ExchangeResult:
-        """E local steps, candidate models sent, bisection of every delivered pair (eq. 3)."""
-        comp = self.compute_phase(active=alive, steps=self.e_steps)
-        done = comp.finished
-        for s in range(int(np.max(self.e_steps))):
-            self.local_sgd(self.bank, 1, clients=self.index(done & (self.e_steps > s), self.device))
-        cand = self.candidates()
-        ex = self.exchange(cand & done[None, :], self.bank.size_bytes, ready=comp.finish_time)
-        models = self.bank.flat.clone()
-        self.mail.post(ex, models, self.net.step)
-        fresh = ex.delivered[: self.n, : self.n] & done[:, None]
-
-        split, b = self.hp.bisection_split, self.hp.bisection_batch
-        sizes = self.data.n[split].cpu().numpy() if b is None else np.full(self.n, b)
-        iters = bisection_iterations(self.eps, self.hp.search)
-        per_iter = 2 if self.hp.search == "loss" else 1
-        self.compute_phase(active=fresh.any(1),
-                           steps=self.eval_steps(sizes, iters * per_iter * fresh.sum(1),
-                                                 self.hp.search == "loss"))
-        a = np.where(cand, self.a, 0.0)               # not evaluated: keep a_ij^{r-1}
-        owner, peer = np.nonzero(fresh)
-        if owner.size:
-            learned = self.learn_weights(torch.as_tensor(owner, device=self.device),
-                                         torch.as_tensor(peer, device=self.device), models)
-            a[owner, peer] = learned.cpu().numpy()
-        self.a = a
-        self.A = self.normalise(a)
-        return ex
-
     def neighbours(self, ex: ExchangeResult) -> tuple[Tensor, Tensor]:
         """A's rows renormalised over the available copies: ``(alpha_ii [N], sum_j alpha_ij
         w_loc,j [N, d])``."""

@@ -18,10 +18,10 @@ Problem (Eq. 3): ``min_{w, C} sum_k p_k F_k(ŵ_k)``, ``ŵ_k = sum_{i in C_k ∪ 
 Every model transfer is an engine message. The budget is the engine's per-node peer budget
 (``network.budget.peers_per_round``), set from this algorithm's B_c (the smaller one wins when the
 scenario sets one too), so ``accounting/`` proves that no client receives more than B_c models in
-any communication step. Each BGGC step is its own engine round: the ``links/`` and ``accounting/``
-arrays have one row per engine round; ``graph/<label>_seed<k>.npz`` maps them to schedule rounds
-(``omega`` [N, N], ``used`` [R, N, N] = the peers each client aggregated, ``rounds``,
-``engine_round``, ``budget``).
+any communication step. Each BGGC step is its own engine round (``algorithms/dpfl_steps.py``):
+the ``links/`` and ``accounting/`` arrays have one row per engine round;
+``graph/<label>_seed<k>.npz`` maps them to schedule rounds (``omega`` [N, N], ``used`` [R, N, N] =
+the peers each client aggregated, ``rounds``, ``engine_round``, ``budget``).
 
 The evaluated personal model is by default the one after the round's local training, before
 its aggregation (``evaluate: trained``, the models the authors' code validates and tests);
@@ -40,12 +40,13 @@ import torch
 from algorithms import register
 from algorithms.base import Algorithm
 from algorithms.dpfl_budget import BUDGET_ALLOWED, peer_budget, random_peers
+from algorithms.dpfl_steps import BudgetedSteps
 from algorithms.ggc import Selection, ValidationReward, average, bggc, ggc
 from netsim.errors import ConfigError
 from netsim.schema import Field
 
 @register("dpfl")
-class DPFL(Algorithm):
+class DPFL(BudgetedSteps, Algorithm):
     """DPFL: GGC/BGGC collaboration graph under a per-client budget B_c (peer to peer)."""
 
     fields = {
@@ -107,7 +108,6 @@ class DPFL(Algorithm):
         self.trained = self.bank.flat.clone()
         self.best = self.bank.flat.clone()
         self.best_score = torch.full((n,), -math.inf, device=self.device)
-        self._step_open = False
 
     @classmethod
     def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
@@ -119,33 +119,6 @@ class DPFL(Algorithm):
                               f"fewer local steps than fit in schedule.rounds - 1 = "
                               f"{cfg['schedule']['rounds'] - 1} rounds of {steps} steps "
                               f"(preprocessing takes ceil(tau_init / local_steps) rounds)")
-
-    # ------------------------------------------------------------------ communication
-    def receive(self, clients: np.ndarray, want: np.ndarray, ready: np.ndarray | None = None,
-                round_start: float | None = None) -> np.ndarray:
-        """One communication step: each of ``clients`` asks for the models ``want[K, N]``;
-        returns which arrived ``[K, N]``. Steps after the first of a round get their own engine
-        round (so the peer budget holds per step)."""
-        if self._step_open:
-            self.net.new_step()
-        request = np.zeros((self.n, self.n), bool)
-        request[clients] = want
-        ex = self.exchange(request, self.payload, ready=ready, round_start=round_start)
-        self.log_links(ex.delivered)
-        self._step_open = True
-        return ex.delivered[clients] & want
-
-    def fetcher(self, clients: np.ndarray):
-        """BGGC's ``fetch``: receive the listed models in one communication step."""
-        def fetch(ids: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
-            want = np.zeros((len(clients), self.n), bool)
-            r, c = np.nonzero(ids >= 0)
-            want[r, ids[r, c]] = True
-            arrived = self.receive(clients, want)
-            safe = np.maximum(ids, 0)
-            ok = arrived[np.arange(len(clients))[:, None], safe] & (ids >= 0)
-            return self.bank.flat[torch.as_tensor(safe, device=self.device)], ok
-        return fetch
 
     # ------------------------------------------------------------------ graph steps
     def average_over(self, clients: np.ndarray, peers: np.ndarray) -> Selection:
@@ -168,13 +141,12 @@ class DPFL(Algorithm):
     # ------------------------------------------------------------------ rounds
     def round(self, t: int) -> None:
         self.used[:] = False
-        self._step_open = False
+        self.open_round()
         if t < self.r0:
             self.preprocessing_round(t)
         else:
             self.training_round(t)
-        if not self._step_open:                                 # one links row per engine round
-            self.log_links(np.zeros((self.n, self.n), bool))
+        self.close_round()                                      # one links row per engine round
         if t >= self.r0 - 1:
             self.log["used"].append(self.used.copy())
             self.log["rounds"].append(t)

@@ -10,7 +10,8 @@ ALGORITHMS.md 4.5):
 
 1. re-initialise the learners (``reinit``) and replay the same mini-batch order
    (``fixed_batches``);
-2. T inner steps (``inner_steps``) in the Nedić–Olshevsky form (App. A.3):
+2. T inner steps (``inner_steps``) in the Nedić–Olshevsky form (App. A.3;
+   ``algorithms/pdbo_inner.py``):
    ``z_i <- sum_j p_{j->i} z_j - gamma_t (grad_x f_i(z_i / w_i, lambda_i; xi) + wd x_i)``,
    ``w <- P w``, with gamma_t = train.lr times 0.1 at each of the last ``decay_last`` steps;
    every push goes through the engine and SGP's on-time arrivals feed the edge statistics
@@ -39,18 +40,18 @@ from torch import Tensor
 from algorithms import register
 from algorithms.base import Algorithm
 from algorithms.pdbo_fields import COMMON_FIELDS, HGP_FIELDS
+from algorithms.pdbo_inner import InnerSGP
 from algorithms.hgp import EdgeStats, expected_push_weights, grad_vjp, hgp_step, hgp_weights
 from netsim.data.datasets import dataset_info
 from netsim.errors import ConfigError
 from netsim.models.ensemble import EnsembleModel
 from netsim.runtime import ClientBank
 from netsim.runtime.adam import BatchedAdam
-from netsim.runtime.mixing import push_sum_weights
 from netsim.runtime.pushsum import PushSum
 from netsim.schema import Field
 
 @register("pdbo_mtl")
-class PDBOMTL(Algorithm):
+class PDBOMTL(InnerSGP, Algorithm):
     """PDBO-MTL: ensembles with personal weights, learners by SGP, weights by HGP (seed 004)."""
 
     fields = {**COMMON_FIELDS,
@@ -124,62 +125,6 @@ class PDBOMTL(Algorithm):
             grad = self.hypergradient(x, stats)
             self.adam.step(grad, torch.isfinite(grad).all(1))
             self.lam = self.adam.param
-
-    # ------------------------------------------------------------------ inner problem: SGP
-    def _inner_grad_fn(self, xb: Tensor, yb: Tensor, track: bool = False):
-        """``(x, lam) -> grad_x f(x, lam; xi)`` for all agents: mixture NLL + wd / 2 ||x||^2.
-        ``track`` (a training step of a BatchNorm model): ``-> (grad, batch statistics)``."""
-        wd = self.train.weight_decay
-
-        def f(x: Tensor, lam: Tensor):
-            stats: dict | None = {} if track else None
-            loss = (self.bank.loss_fn(torch.cat([x, lam], 1), xb, yb, stats=stats).sum()
-                    + 0.5 * wd * x.pow(2).sum())
-            return (loss, stats) if track else loss
-        return torch.func.grad(f, argnums=0, has_aux=track)
-
-    def x(self) -> Tensor:
-        """The de-biased learners ``x_i = z_i / w_i`` of every agent."""
-        return self.push_sum.debias(self.z, self.w, self.x0.dtype)
-
-    def inner_lr(self, step: int) -> float:
-        """train.lr x 0.1 per milestone of ``decay_last`` reached (App. A.3)."""
-        left = self.hp.inner_steps - step
-        return self.train.lr * 0.1 ** sum(left <= last for last in self.hp.decay_last)
-
-    def solve_inner(self) -> EdgeStats | None:
-        """T inner steps from the current (z, w) with lambda fixed; returns SGP's edge stats."""
-        sgp = self.hp.inner == "sgp"
-        stats = EdgeStats(self.n) if sgp else None
-        mixing = np.zeros((self.n, self.n))
-        delivered = np.zeros((self.n, self.n), bool)
-        for s in range(self.hp.inner_steps):
-            t0 = self.net.now
-            done = self.compute_phase(active=self.net.alive(), steps=1).finished
-            xb, yb = self.data.sample_batch("train", self.train.batch_size, self.gen)
-            if self.bank.running is None:
-                g = self._inner_grad_fn(xb, yb)(self.x(), self.lam)
-            else:                                        # BatchNorm: as a training step would
-                g, batch = self._inner_grad_fn(xb, yb, track=True)(
-                    self.x(), self.lam)
-                idx = self.index(done, self.device)
-                self.bank.update_statistics({k: v[idx] for k, v in batch.items()}, idx)
-            mask = torch.as_tensor(done, dtype=g.dtype, device=self.device)[:, None]
-            update = self.inner_lr(s) * mask * g
-            if sgp:  # the pre-step (z, w) goes out while the gradient is computed (Nedić form)
-                ex = self.exchange(self.net.in_edges() & done[None, :], self.sgp_bytes,
-                                   ready=np.full(self.n, t0))
-                push = push_sum_weights(ex.link_up)
-                stats.update(push, ex.delivered, done)
-                delivered = ex.delivered
-                self.z, self.w = self.push_sum.step([self.z, self.w], push, ex.link_up,
-                                                    ex.delivered)
-                mixing += self.push_sum.last_mixing
-            self.z = self.z - update * self.push_sum.step_scale(self.w, update.dtype)
-        if sgp:
-            self.log_links(delivered)
-            self.last_mixing = mixing / self.hp.inner_steps
-        return stats
 
     # ------------------------------------------------------------------ outer problem
     def _outer_cost(self, x: Tensor, lam: Tensor) -> Tensor:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.cobo import SCALAR_BYTES
+from algorithms.cobo_pairs import SCALAR_BYTES
 from test_cobo import DIGITS, build, play
 
 RELAY = {"algorithms.cobo.protocol": "relay"}
