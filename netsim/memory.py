@@ -21,6 +21,7 @@ import math
 from pathlib import Path
 
 from netsim.errors import ConfigError
+from netsim.rng import Streams
 
 ENGINE_BYTES_PER_PAIR = 64
 BANK_COPIES = 3
@@ -77,9 +78,9 @@ def check(cfg: dict, device, n_params: int | None = None, data_bytes: int = 0) -
 
 def dataset_estimate(cfg: dict) -> tuple[int | None, int]:
     """(parameters per model, data bytes) of a scenario whose dataset needs no files, by loading
-    the dataset and building the model; (None, 0) for local-file datasets (not read here)."""
-    import numpy as np
-
+    the dataset (from the data stream of the scenario's seed, as its run does: a generated
+    dataset is then generated once and cached for the run) and building the model; (None, 0) for
+    local-file datasets (not read here)."""
     from netsim.data import DATASETS, load_dataset
     from netsim.data.datasets import _FILES
     from netsim.models import build_model
@@ -87,7 +88,7 @@ def dataset_estimate(cfg: dict) -> tuple[int | None, int]:
     spec = DATASETS.resolve(cfg["data"]["dataset"], "data.dataset")
     if spec["name"] in _FILES:
         return None, 0
-    ds = load_dataset(spec, np.random.default_rng(cfg["seed"]))
+    ds = load_dataset(spec, Streams(cfg["seed"], cfg["stream_seeds"]).numpy("data"))
     model = build_model(cfg["model"], ds.input_shape, ds.num_classes, ds.task, device="cpu")
     return model.num_params, len(ds) * math.prod(ds.input_shape) * 4
 

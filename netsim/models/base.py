@@ -189,6 +189,20 @@ class View(Layer):
         return _Reshape(self.target)
 
 
+class SignalView(View):
+    """Reshape each sample to a 1-D signal ``(C, L)`` for :class:`Conv1d`; an ``(L,)`` input
+    gets one channel."""
+
+    def __init__(self):
+        self.image = True
+
+    def bind(self, shape: tuple) -> tuple:
+        if len(shape) not in (1, 2):
+            raise ValueError(f"a 1-D convolutional model needs (C, L) or (L,) inputs, got {shape}")
+        self.target = tuple(shape) if len(shape) == 2 else (1, *shape)
+        return self.target
+
+
 class ReLU(Layer):
     def single(self, p: Params, x: Tensor) -> Tensor:
         return F.relu(x)
@@ -228,19 +242,25 @@ class MaxPool(Layer):
 
 class GlobalPool(Layer):
     """Global max (``max``, ResNet-9) or average (``avg``, MobileNet-v2) pooling of each channel
-    to one value: ``(C, H, W)`` -> ``(C,)``."""
+    to one value: ``(C, H, W)`` or ``(C, L)`` (1-D signals) -> ``(C,)``."""
 
     def __init__(self, kind: str):
         self.kind = kind
 
     def bind(self, shape: tuple) -> tuple:
+        if len(shape) not in (2, 3):
+            raise ValueError(f"global pooling needs (C, H, W) or (C, L) maps, got {shape}")
+        self.dims = tuple(range(1 - len(shape), 0))
         return (shape[0],)
 
     def single(self, p: Params, x: Tensor) -> Tensor:
-        return x.amax((-2, -1)) if self.kind == "max" else x.mean((-2, -1))
+        return x.amax(self.dims) if self.kind == "max" else x.mean(self.dims)
 
     def module(self) -> nn.Module:
-        pool = nn.AdaptiveMaxPool2d(1) if self.kind == "max" else nn.AdaptiveAvgPool2d(1)
+        if len(self.dims) == 1:
+            pool = nn.AdaptiveMaxPool1d(1) if self.kind == "max" else nn.AdaptiveAvgPool1d(1)
+        else:
+            pool = nn.AdaptiveMaxPool2d(1) if self.kind == "max" else nn.AdaptiveAvgPool2d(1)
         return nn.Sequential(pool, nn.Flatten())
 
 
@@ -274,45 +294,61 @@ class Conv(Layer):
     """2-D convolution; ``groups`` > 1 splits the channels (``groups`` = channels: depthwise);
     batched as one grouped ``conv2d`` with the clients as groups."""
 
+    dims = 2                                     # spatial dimensions: maps (C, H, W)
+
     def __init__(self, name: str, out: int, kernel: int, padding: int = 0, stride: int = 1,
                  groups: int = 1, bias: bool = True):
         self.name, self.out, self.kernel, self.padding = name, out, kernel, padding
         self.stride, self.groups, self.bias = stride, groups, bias
 
+    def _conv(self, x: Tensor, w: Tensor, b: Tensor | None, groups: int) -> Tensor:
+        conv = F.conv2d if self.dims == 2 else F.conv1d
+        return conv(x, w, b, self.stride, self.padding, 1, groups)
+
     def bind(self, shape: tuple) -> tuple:
-        self.cin, h, w = shape
+        self.cin, *size = shape
         k, pad, s, g = self.kernel, self.padding, self.stride, self.groups
-        ho, wo = (h + 2 * pad - k) // s + 1, (w + 2 * pad - k) // s + 1
-        if h + 2 * pad < k or w + 2 * pad < k:
-            raise ValueError(f"a {k}x{k} convolution (padding {pad}) needs a map of at least "
-                             f"{k - 2 * pad}x{k - 2 * pad}, got {h}x{w}")
+        if len(size) != self.dims:
+            raise ValueError(f"a {self.dims}-D convolution needs maps of {self.dims + 1} "
+                             f"dimensions (channels first), got {tuple(shape)}")
+        if any(n + 2 * pad < k for n in size):
+            raise ValueError(f"a {'x'.join([str(k)] * self.dims)} convolution (padding {pad}) "
+                             f"needs a map of at least {'x'.join([str(k - 2 * pad)] * self.dims)}"
+                             f", got {'x'.join(map(str, size))}")
         if self.cin % g or self.out % g:
             raise ValueError(f"{g} groups must divide the {self.cin} input and {self.out} "
                              "output channels")
-        self.fan_in = self.cin // g * k * k
-        self.params = {f"{self.name}.weight": (self.out, self.cin // g, k, k)}
+        out_size = tuple((n + 2 * pad - k) // s + 1 for n in size)
+        self.fan_in = self.cin // g * k ** self.dims
+        self.params = {f"{self.name}.weight": (self.out, self.cin // g, *(k,) * self.dims)}
         if self.bias:
             self.params[f"{self.name}.bias"] = (self.out,)
-        self.flops = 2.0 * self.fan_in * self.out * ho * wo
-        return (self.out, ho, wo)
+        self.flops = 2.0 * self.fan_in * self.out * math.prod(out_size)
+        return (self.out, *out_size)
 
     def _bias(self, p: Params) -> Tensor | None:
         return p[f"{self.name}.bias"] if self.bias else None
 
     def single(self, p: Params, x: Tensor) -> Tensor:
-        return F.conv2d(x, p[f"{self.name}.weight"], self._bias(p), self.stride, self.padding,
-                        1, self.groups)
+        return self._conv(x, p[f"{self.name}.weight"], self._bias(p), self.groups)
 
     def batched(self, p: Params, x: Tensor) -> Tensor:
         w, b, m = p[f"{self.name}.weight"], self._bias(p), x.shape[0]
-        y = F.conv2d(_to_groups(x), w.reshape(m * self.out, *w.shape[2:]),
-                     None if b is None else b.reshape(-1), self.stride, self.padding, 1,
-                     m * self.groups)
+        y = self._conv(_to_groups(x), w.reshape(m * self.out, *w.shape[2:]),
+                       None if b is None else b.reshape(-1), m * self.groups)
         return _from_groups(y, m)
 
     def module(self) -> nn.Module:
-        return nn.Conv2d(self.cin, self.out, self.kernel, self.stride, self.padding,
-                         groups=self.groups, bias=self.bias)
+        conv = nn.Conv2d if self.dims == 2 else nn.Conv1d
+        return conv(self.cin, self.out, self.kernel, self.stride, self.padding,
+                    groups=self.groups, bias=self.bias)
+
+
+class Conv1d(Conv):
+    """1-D convolution over signals ``(C, L)`` (same arguments as :class:`Conv`); batched as one
+    grouped ``conv1d`` with the clients as groups."""
+
+    dims = 1
 
 
 class BatchNorm(Layer):

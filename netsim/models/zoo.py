@@ -1,6 +1,7 @@
 """The model zoo: linear, MLP, the mean vector of the quadratic task, the small CNNs of the
-DPFL paper (LeNet-5 for CIFAR, the FEMNIST CNN), a tiny CNN for 8x8 digits, and the batch-normed
-vision models of CoBo (ResNet-9) and PDBO (MobileNet-v2 plus a linear layer).
+DPFL paper (LeNet-5 for CIFAR, the FEMNIST CNN), a tiny CNN for 8x8 digits, a small 1-D CNN for
+signals (MNIST-1D), and the batch-normed vision models of CoBo (ResNet-9) and PDBO (MobileNet-v2
+plus a linear layer).
 
 Every builder is ``fn(input_shape, out_dim, backend, **params) -> BatchedModel`` where
 ``backend`` is already resolved to ``loop``, ``vmap`` or ``grouped`` (dense models ignore it).
@@ -9,8 +10,9 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from netsim.models.base import (BatchedModel, BatchNorm, Chain, Conv, Dense, GlobalPool, Layer,
-                                MaxPool, Params, ReLU, ReLU6, Residual, SequentialModel, View)
+from netsim.models.base import (BatchedModel, BatchNorm, Chain, Conv, Conv1d, Dense, GlobalPool,
+                                Layer, MaxPool, Params, ReLU, ReLU6, Residual, SequentialModel,
+                                SignalView, View)
 from netsim.errors import ConfigError
 from netsim.registry import Registry
 from netsim.schema import Field
@@ -114,6 +116,37 @@ def cnn(input_shape: tuple, out_dim: int, backend: str, channels: int,
     """Small CNN (e.g. 8x8 digits): conv3x3(pad 1)-ReLU-pool2-[fc-ReLU...]-fc."""
     return SequentialModel(input_shape, [View(image=True), *_conv_block("conv1", channels, 3, 1),
                                          *_dense_stack(hidden, out_dim)], backend)
+
+
+@MODELS.register("cnn1d", {
+    "channels": Field("list", [32, 32], item="int", lo=1,
+                      doc="channels of the 1-D convolutions, one convolution (then ReLU) each"),
+    "kernel": Field("int", 5, lo=1, doc="kernel length of every convolution ('same' padding "
+                    "kernel // 2)"),
+    "stride": Field("int", 1, lo=1, doc="stride of every convolution"),
+    "pool": Field("str", "max", choices=("max", "avg", "flatten"),
+                  doc="how the last feature map reaches the dense head: global max or average "
+                      "pooling over the length (translation-invariant), or flatten (keeps "
+                      "positions)"),
+    "hidden": Field("list", [], item="int", lo=1,
+                    doc="hidden fully connected widths before the output layer"),
+    "backend": _BACKEND})
+def cnn1d(input_shape: tuple, out_dim: int, backend: str, channels: list[int], kernel: int,
+          stride: int, pool: str, hidden: list[int]) -> BatchedModel:
+    """Small 1-D CNN for signals (MNIST-1D): conv1d(5)-ReLU x2, global max pool, fc.
+
+    Inputs (C, L) or (L,): [conv1d(kernel, pad kernel // 2, stride)-ReLU] per entry of
+    ``channels``, global max pooling (or average, or flatten), [fc-ReLU...]-fc. The default has
+    5,674 parameters for 10 classes."""
+    if not channels:
+        raise ConfigError("model.channels", channels, "a non-empty list of ints (one per "
+                          "convolution)")
+    layers: list[Layer] = [SignalView()]
+    for i, width in enumerate(channels):
+        layers += [Conv1d(f"conv{i + 1}", width, kernel, kernel // 2, stride), ReLU()]
+    if pool != "flatten":
+        layers.append(GlobalPool(pool))
+    return SequentialModel(input_shape, layers + _dense_stack(hidden, out_dim), backend)
 
 
 def _conv_bn(conv: str, bn: str, out: int, kernel: int = 3, stride: int = 1, groups: int = 1,
