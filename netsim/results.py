@@ -102,6 +102,14 @@ def _resumable(folder: Path, config: dict, seeds: list[int]) -> dict | None:
     return load(folder)
 
 
+def finished_run(folder: Path, config: dict, seeds: list[int]) -> bool:
+    """``folder`` holds this same run (config and seeds), finished: nothing left to resume."""
+    folder = Path(folder)
+    return ((folder / "config.yaml").is_file() and (folder / "summary.json").is_file()
+            and not (folder / INCOMPLETE).exists()
+            and _previous_run(folder) == _identity(config, seeds))
+
+
 def claim_folder(folder: Path, config: dict, seeds: list[int], overwrite: bool) -> None:
     """Make ``folder`` an empty folder for this run.
 

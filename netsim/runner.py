@@ -20,7 +20,7 @@ from netsim.config import Scenario
 from netsim.checkpoint import CHECKPOINT, Checkpointer, load_algorithm
 from netsim.loop import Callback, Diverged, HealthCheck, make_algorithm, run_loop
 from netsim.progress import Progress
-from netsim.results import Results, ResultsWriter
+from netsim.results import Results, ResultsWriter, finished_run
 from netsim.rng import Streams
 
 
@@ -184,6 +184,14 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
     cfg = scenario.resolve()
     seeds = [cfg["seed"]] if not seeds else Field("list", item="int", lo=0).check("seeds", seeds)
     use_threads(cfg["threads"] if threads is None else threads)
+    folder = Path(out or cfg["outputs"]["dir"]) / cfg["name"]
+    if resume and finished_run(folder, cfg, seeds):      # every (algorithm, seed) run is done
+        res = Results(folder)
+        if not quiet:
+            print(f"{folder}: this run has finished; nothing to resume", file=sys.stderr)
+            print_table(res.summary)
+            print(f"results: {folder}")
+        return res
     device = resolve_device(cfg["device"])
     memory.check(cfg, device)
     writer = ResultsWriter(out or cfg["outputs"]["dir"], cfg, seeds, overwrite=overwrite,

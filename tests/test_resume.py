@@ -106,3 +106,12 @@ def test_kill_minus_9_then_resume_from_the_command_line(tmp_path):
     full, part = tmp_path / "full" / "resume", tmp_path / "part" / "resume"
     assert files(part) == files(full)
     assert summary(part) == summary(full)
+
+
+def test_resume_of_a_finished_run_runs_nothing(tmp_path):
+    sc = Scenario(TINY).with_overrides({"schedule.rounds": 2, "algorithms": ["sgp"]})
+    done = run(sc, out=tmp_path, quiet=True).dir
+    before = files(done)
+    res = run(sc, out=tmp_path, quiet=True, resume=True, callbacks=[CrashAt(0, 0)])
+    assert res.dir == done and files(done) == before            # no run started, nothing rewritten
+    assert summary(done) == summary(res.dir)
