@@ -103,10 +103,19 @@ class ClientBank:
                 **{k: tracked for k in self.model.counters}}
 
     def _index(self, clients: Clients) -> Tensor | None:
+        """Row indices of the listed clients; None for all clients in order (a mask of all
+        True, or the indices 0..N-1), so that the step works on the bank in place instead of
+        gathering and scattering every row."""
         if clients is None:
             return None
         clients = torch.as_tensor(clients, device=self.device)
-        return clients.nonzero().squeeze(1) if clients.dtype == torch.bool else clients.long()
+        if clients.dtype == torch.bool:
+            return None if bool(clients.all()) else clients.nonzero().squeeze(1)
+        clients = clients.long()
+        if clients.numel() == self.n and bool((clients[1:] > clients[:-1]).all()) \
+                and int(clients[0]) == 0:
+            return None
+        return clients
 
     def _rows(self, idx: Tensor | None, flat: Tensor | None) -> Tensor:
         if flat is not None:
