@@ -2,7 +2,7 @@
 clients), every method of the scenario, 95% CI bands over seeds. Reads results/cobo_cross_device."""
 from common import parse, present, report
 
-from netsim.analysis.report import accuracy_curves
+from netsim.analysis.series import accuracy_curves
 from netsim.plot import plot_accuracy
 
 res, out = parse("cobo_cross_device", __doc__)

@@ -22,7 +22,7 @@ from pathlib import Path
 from common import client_table, first_seed, present, report
 
 from netsim import Results
-from netsim.analysis.report import accuracy_curves
+from netsim.analysis.series import accuracy_curves
 from netsim.plot import plot_accuracy, plot_collaboration_grid
 from netsim.plot.domains import plot_domain_weights
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from netsim import Results
-from netsim.analysis.report import client_table, has_arrays, runs
+from netsim.analysis.folder import client_table, has_arrays, runs
 
 
 def parse(scenario: str, doc: str) -> tuple[Results, Path]:

@@ -18,13 +18,14 @@ from pathlib import Path
 import numpy as np
 
 from netsim import Results
-from netsim.analysis.report import (accuracy_curves, client_table, rebuild_data,
-                                    robustness_table, series_by_algorithm)
+from netsim.analysis.folder import client_table, rebuild_data
+from netsim.analysis.series import accuracy_curves, series_by_algorithm
 from netsim.plot import (node_labels, plot_accuracy, plot_collaboration_grid, plot_digraph,
                          plot_partition, plot_robustness, plot_scatter, plot_series,
                          plot_timeline)
 from netsim.plot.curves import final_client_stats
 from netsim.sim.trace import read_trace
+from netsim.sweep_table import robustness_table
 
 p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 p.add_argument("--quickstart", default="results/quickstart")
@@ -34,7 +35,7 @@ p.add_argument("--links", nargs="+", default=[f"results/links_{x}/quickstart"
 p.add_argument("--out", default="docs/figures")
 a = p.parse_args()
 out, qs, flip = Path(a.out), Results(a.quickstart), Results(a.flip)
-cluster, group = client_table(qs)
+cluster, group = client_table(qs, 0)
 written = plot_accuracy(accuracy_curves(qs), out / "accuracy.png", "sim_time")
 rows = {alg: tuple(qs.arrays("collab", alg, 0)[k] for k in ("W", "rounds"))
         for alg in ("oracle", "dpsgd")}

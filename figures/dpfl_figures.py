@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from netsim import Results
+from netsim.analysis.folder import client_table
 from netsim.analysis.graphs import link_share
 from netsim.analysis.metrics import asymmetry
-from netsim.analysis.report import client_table
 from netsim.plot.curves import final_client_stats, plot_scatter
 from netsim.plot.style import COLUMN, PAGE, looks, new_figure, save, styled
 
@@ -99,7 +99,7 @@ def make_figures(run_dir: str | Path, out: str | Path | None = None, pdf: bool =
     runs = graph_runs(res)
     if not runs:
         sys.exit(f"{res.dir}: no graph/ arrays (run dpfl or dpfl_random first)")
-    n = len(res.clients)
+    n = len(client_table(res)[0])                     # the same number in every seed
     paths = plot_scatter(final_client_stats(res.metrics), out / "accuracy_variance.png", pdf)
     for label, seeds in runs.items():
         seed = min(seeds)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from common import client_table, first_seed, parse, present, report
 
-from netsim.analysis.report import accuracy_curves
+from netsim.analysis.series import accuracy_curves
 from netsim.plot import plot_accuracy
 from netsim.plot.outer import plot_outer_weights
 

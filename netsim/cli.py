@@ -129,11 +129,12 @@ def cmd_analyze(args) -> int:
     from netsim.analysis import analyze, export_graphml, format_table, write_analysis
 
     _results(args.results)
-    analysis = analyze(args.results, threshold=args.threshold, target=args.target)
+    analysis = analyze(args.results, threshold=args.threshold, target=args.target,
+                       relative_to_max=args.relative)
     print(format_table(analysis, width=None if args.wide else 100))
     for path in write_analysis(args.results, analysis):
         print(path)
-    graphs = export_graphml(args.results, threshold=args.threshold)
+    graphs = export_graphml(args.results, threshold=args.threshold, relative_to_max=args.relative)
     if graphs:
         print(f"{len(graphs)} GraphML files in {graphs[0].parent}")
     return 0
@@ -250,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("results")
     a.add_argument("--threshold", type=float, default=0.0,
                    help="collaboration edge j -> i where W[i, j] > T (default 0)")
+    a.add_argument("--relative", action="store_true",
+                   help="T is a fraction of each collaboration matrix's largest off-diagonal "
+                   "weight (--threshold 0.5 --relative: the cluster recovery of the run table)")
     a.add_argument("--target", type=float,
                    help="report the simulated time to this mean test accuracy (e.g. 0.8)")
     a.add_argument("--wide", action="store_true",

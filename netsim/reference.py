@@ -144,7 +144,7 @@ def _dataset_note(comp: Component) -> str:
 def analysis_section() -> list[str]:
     """The columns of ``netsim analyze``; those of its printed table are marked."""
     from netsim.analysis.columns import COLUMNS
-    from netsim.analysis.report import TABLE_ROWS
+    from netsim.analysis.table import TABLE_ROWS
 
     missing = [k for k in TABLE_ROWS if k not in COLUMNS]
     if missing:

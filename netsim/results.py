@@ -27,7 +27,7 @@ from netsim.schema import SAFE_NAME_TEXT, is_safe_name
 METRIC_COLUMNS = ("algorithm", "seed", "round", "sim_time", "client", "split", "accuracy", "loss")
 NETWORK_COLUMNS = ("algorithm", "seed", "round", "sim_time", "bytes_sent", "messages_sent",
                    "messages_delivered", "messages_dropped", "mean_latency", "max_staleness")
-CLIENT_COLUMNS = ("client", "cluster", "n_train", "n_val", "n_test", "group")
+CLIENT_COLUMNS = ("seed", "client", "cluster", "n_train", "n_val", "n_test", "group")
 #: marker file of a run that has not finished (interrupted, or still running)
 INCOMPLETE = "INCOMPLETE"
 #: keys of a resolved config that do not change a run's results
@@ -169,6 +169,7 @@ class ResultsWriter:
         self.config = config
         self.metrics: list[tuple] = list(self.resumed["metrics"]) if self.resumed else []
         self.network: list[tuple] = list(self.resumed["network"]) if self.resumed else []
+        self.clients: dict[int, list[tuple]] = {}       # clients.csv's rows, per seed
         self.write(INCOMPLETE, yaml.safe_dump({"seeds": list(seeds)}))
         self.write("config.yaml", yaml.safe_dump(config, sort_keys=False))
 
@@ -190,9 +191,13 @@ class ResultsWriter:
         """Mark the run finished: remove the INCOMPLETE marker."""
         self.path(INCOMPLETE).unlink(missing_ok=True)
 
-    def write_clients(self, cluster: np.ndarray, n: dict[str, np.ndarray], group: list[str]) -> None:
-        rows = [(i, int(cluster[i]), int(n["train"][i]), int(n["val"][i]), int(n["test"][i]),
-                 group[i]) for i in range(len(cluster))]
+    def write_clients(self, seed: int, cluster: np.ndarray, n: dict[str, np.ndarray],
+                      group: list[str]) -> None:
+        """Set seed ``seed``'s rows of clients.csv (one per client) and rewrite it: a block
+        per seed, in the order the seeds' data were built."""
+        self.clients[seed] = [(seed, i, int(cluster[i]), int(n["train"][i]), int(n["val"][i]),
+                               int(n["test"][i]), group[i]) for i in range(len(cluster))]
+        rows = [r for block in self.clients.values() for r in block]
         self.write("clients.csv", _csv_text(CLIENT_COLUMNS, rows))
 
     def add_metrics(self, rows: Iterable[tuple]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import pickle
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Sequence
@@ -34,6 +35,7 @@ class Recorder(Callback):
         self.collab: list[np.ndarray] = []
         self.collab_rounds: list[int] = []
         self.final: dict[str, np.ndarray] = {}
+        self.extras: dict[str, dict[str, np.ndarray]] = {}
         self.sim_time = 0.0
         self._eval = {s: data.full(s) for s in ("val", "test")}
 
@@ -82,7 +84,8 @@ class Recorder(Callback):
             self.writer.write_arrays("links", self.label, self.seed,
                                      delivered=np.stack(alg.links_log),
                                      rounds=np.arange(len(alg.links_log)))
-        for kind, arrays in alg.extra_arrays().items():
+        self.extras = alg.extra_arrays()
+        for kind, arrays in self.extras.items():
             self.writer.write_arrays(kind, self.label, self.seed, **arrays)
         if alg.sim.peer_history:
             self.writer.write_arrays("accounting", self.label, self.seed,
@@ -94,6 +97,31 @@ class Recorder(Callback):
             alg.sim.trace.write_csv(path)
 
 
+def learned(rec: Recorder, cluster: np.ndarray) -> dict[str, float | None]:
+    """What one run learned, against the ground-truth clusters (none without clusters):
+    ``collab_precision`` / ``collab_recall`` of the last collaboration matrix's edges above half
+    its largest off-diagonal weight (netsim.analysis.graphs.cluster_recovery) and, for a mixture
+    with personal weights (``outer/`` arrays: PDBO-MTL), ``outer_precision`` / ``outer_recall``
+    of the pairs of clients whose largest weight is on the same learner."""
+    from netsim.analysis.graphs import cluster_recovery, oracle_matrix
+    from netsim.analysis.per_run import outer_analysis
+
+    cluster = np.asarray(cluster)
+    if not oracle_matrix(cluster).any():
+        return {}
+    out: dict[str, float | None] = {}
+
+    def put(prefix: str, precision: float, recall: float) -> None:
+        for key, v in (("precision", precision), ("recall", recall)):
+            out[f"{prefix}_{key}"] = None if math.isnan(v) else float(v)
+    if rec.collab:
+        put("collab", *cluster_recovery(rec.collab[-1], cluster))
+    if "outer" in rec.extras and "weights" in rec.extras["outer"]:
+        o = outer_analysis(rec.extras["outer"]["weights"], cluster)
+        put("outer", o["outer_precision"], o["outer_recall"])
+    return out
+
+
 def _bottom10(acc: np.ndarray) -> float:
     """Mean accuracy of the worst 10% of clients (at least one client)."""
     k = max(1, math.ceil(0.1 * acc.size))
@@ -103,6 +131,8 @@ def _bottom10(acc: np.ndarray) -> float:
 #: summary.json's accuracy statistics, null for an algorithm with a diverged seed.
 ACCURACY_KEYS = ("mean_accuracy", "std_accuracy", "bottom10_accuracy", "client_variance",
                  "improved_over_local")
+#: summary.json's cluster recovery (:func:`learned`), where the run has it
+RECOVERY_KEYS = ("collab_precision", "collab_recall", "outer_precision", "outer_recall")
 
 
 def summarise(per_run: dict[str, dict[int, dict]], cfg: dict) -> dict:
@@ -126,9 +156,11 @@ def summarise(per_run: dict[str, dict[int, dict]], cfg: dict) -> dict:
             per_seed[seed] = {"mean_accuracy": float(acc.mean()), "std_accuracy": float(acc.std()),
                               "bottom10_accuracy": _bottom10(acc),
                               "client_variance": float(acc.var()),
-                              "improved_over_local": improved, **r["net"]}
+                              "improved_over_local": improved, **r.get("learned", {}),
+                              **r["net"]}
         diverged = [v["diverged"] for v in per_seed.values() if "diverged" in v]
-        keys = ACCURACY_KEYS + tuple(next(iter(seeds.values()))["net"])
+        found = [k for k in RECOVERY_KEYS if any(k in v for v in per_seed.values())]
+        keys = ACCURACY_KEYS + tuple(found) + tuple(next(iter(seeds.values()))["net"])
         agg = {k: (None if any(v.get(k) is None for v in per_seed.values())
                    else float(np.mean([v[k] for v in per_seed.values()]))) for k in keys}
         out[label] = {"seeds": sorted(per_seed), **agg, "per_seed": per_seed,
@@ -136,23 +168,77 @@ def summarise(per_run: dict[str, dict[int, dict]], cfg: dict) -> dict:
     return {"algorithms": out, "netsim_version": __version__, "scenario": cfg["name"]}
 
 
-def print_table(summary: dict, stream=None) -> None:
-    """The end-of-run table: one line per algorithm (a diverged one says where it diverged)."""
+#: the printed table's groups, in order: registered algorithm name -> group (others: "other")
+TABLE_GROUPS: dict[str, tuple[str, ...]] = {
+    "baselines": ("local", "oracle"),
+    "federated": ("fedavg", "fedprox", "fedavg_ft", "fedprox_ft", "apfl", "ditto"),
+    "clustered": ("ifca", "fc"),
+    "decentralised": ("sgp", "dpsgd"),
+    "learned graph": ("cobo", "diple", "dpfl", "dpfl_random", "pfedgraph"),
+    "learned weights": ("pdbo_mtl", "pdbo_mtl_local"),
+}
+#: groups whose "clusters P/R" column shows the cluster recovery (:func:`learned`) of what they
+#: learn: the collaboration matrix, or (learned weights) the outer weights
+LEARNED_GROUPS = {"clustered": "collab", "learned graph": "collab", "learned weights": "outer",
+                  "other": "collab"}
+
+
+def table_group(name: str) -> str:
+    """The printed table's group of a registered algorithm name."""
+    return next((g for g, names in TABLE_GROUPS.items() if name in names), "other")
+
+
+def _accuracy_cell(s: dict) -> str:
+    """``mean`` or, over several seeds, ``mean ± half-width`` of the 95% Student-t interval."""
+    from netsim.analysis.stats import mean_ci
+
+    vals = [v["mean_accuracy"] for v in s["per_seed"].values() if "mean_accuracy" in v]
+    mean, lo, hi = mean_ci(vals)
+    return f"{mean:.4f}" if len(vals) < 2 else f"{mean:.4f} ± {(hi - lo) / 2:.4f}"
+
+
+def _recovery_cell(s: dict, group: str) -> str:
+    kind = LEARNED_GROUPS.get(group)
+    p, r = (s.get(f"{kind}_precision"), s.get(f"{kind}_recall")) if kind else (None, None)
+    return "" if p is None or r is None else f"{p:.2f}/{r:.2f}"
+
+
+def print_table(summary: dict, stream=None, names: dict[str, str] | None = None) -> None:
+    """The end-of-run table: algorithms by group (:data:`TABLE_GROUPS`; ``names`` maps a label to
+    its registered name, default the label itself), mean test accuracy with its 95% interval over
+    seeds, the bottom decile, the share of clients beating Local, the cluster recovery of what the
+    algorithm learned (:func:`learned`) and the run's cost; a diverged algorithm says where."""
     stream = stream or sys.stdout
-    head = (f"{'algorithm':<14}{'mean':>8}{'bottom10':>10}{'var':>9}{'>local':>8}"
-            f"{'MB sent':>10}{'sim s':>10}{'wall s':>8}")
+    names = names or {}
+    seeds = max((len(s["seeds"]) for s in summary["algorithms"].values()), default=0)
+    head = (f"{'algorithm':<18}{'accuracy':<18}{'bottom10':>9}{'>local':>7}{'clusters P/R':>13}"
+            f"{'MB sent':>10}{'sim s':>9}{'wall s':>8}")
     print(head, file=stream)
-    for label, s in summary["algorithms"].items():
-        if s.get("diverged"):
-            d = s["diverged"][0]
-            more = f" (+{len(s['diverged']) - 1} seeds)" if len(s["diverged"]) > 1 else ""
-            print(f"{label:<14}  DIVERGED: seed {d['seed']}, round {d['round']}, client "
-                  f"{d['client']}: {d['what']}{more}", file=stream)
+    groups: dict[str, list[str]] = {}
+    for label in summary["algorithms"]:
+        groups.setdefault(table_group(names.get(label, label)), []).append(label)
+    for group in [*TABLE_GROUPS, "other"]:
+        if group not in groups:
             continue
-        imp = "" if s["improved_over_local"] is None else f"{s['improved_over_local']:.2f}"
-        print(f"{label:<14}{s['mean_accuracy']:>8.4f}{s['bottom10_accuracy']:>10.4f}"
-              f"{s['client_variance']:>9.4f}{imp:>8}{s['bytes_sent'] / 1e6:>10.2f}"
-              f"{s['sim_time']:>10.2f}{s['wall_time']:>8.1f}", file=stream)
+        print(group, file=stream)
+        for label in groups[group]:
+            s = summary["algorithms"][label]
+            if s.get("diverged"):
+                d = s["diverged"][0]
+                more = f" (+{len(s['diverged']) - 1} seeds)" if len(s["diverged"]) > 1 else ""
+                print(f"  {label:<16}DIVERGED: seed {d['seed']}, round {d['round']}, client "
+                      f"{d['client']}: {d['what']}{more}", file=stream)
+                continue
+            imp = "" if s["improved_over_local"] is None else f"{s['improved_over_local']:.2f}"
+            print(f"  {label:<16}{_accuracy_cell(s):<18}{s['bottom10_accuracy']:>9.4f}{imp:>7}"
+                  f"{_recovery_cell(s, group):>13}{s['bytes_sent'] / 1e6:>10.2f}"
+                  f"{s['sim_time']:>9.2f}{s['wall_time']:>8.1f}", file=stream)
+    ci = f" ± 95% interval over {seeds} seeds" if seeds > 1 else ""
+    note = (f"(accuracy: mean test accuracy over clients{ci}; clusters P/R: precision and recall "
+            "against the same-cluster pairs of the last collaboration matrix's weights above "
+            "half its largest off-diagonal weight; learned weights: of the pairs whose largest "
+            "weight is on the same learner)")
+    print(textwrap.fill(note, 100), file=stream)
 
 
 def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
@@ -224,9 +310,8 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
         for seed in seeds:
             streams = Streams(seed, cfg["stream_seeds"])
             data = build_client_data(cfg["data"], cfg["clients"], streams.numpy("data"), device)
-            if seed == seeds[0]:
-                writer.write_clients(np.asarray(data.cluster),
-                                     {s: data.n[s].cpu().numpy() for s in data.n}, data.group)
+            writer.write_clients(seed, np.asarray(data.cluster),
+                                 {s: data.n[s].cpu().numpy() for s in data.n}, data.group)
             model = build_model(cfg["model"], data.input_shape, data.num_classes, data.task,
                                 device=device)
             if seed == seeds[0]:               # the data is loaded (and out of the free memory)
@@ -262,6 +347,8 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
                          "goes on with the next algorithm")
                 wall = time.perf_counter() - start
                 rec.finish(alg)
+                if "test" in outcome:
+                    outcome["learned"] = learned(rec, data.cluster)
                 hist = alg.sim.history
                 per_run[label][seed] = {
                     **outcome,
@@ -294,6 +381,6 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
         writer.path(CHECKPOINT).unlink(missing_ok=True)
     writer.finish()
     if not quiet:
-        print_table(summary)
+        print_table(summary, names={a["label"]: a["name"] for a in cfg["algorithms"]})
         print(f"results: {writer.dir}")
     return Results(writer.dir)

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 import netsim
-from netsim.analysis.report import accuracy_curves, client_table
+from netsim.analysis.folder import client_table
+from netsim.analysis.series import accuracy_curves
 from netsim.plot import draw_accuracy, legend_names
 from netsim.plot.matrices import draw_collaboration
 from netsim.plot.style import PAGE, new_figure, save, styled
@@ -35,8 +36,9 @@ def paper_figure(a: netsim.Results, b: netsim.Results, algorithm: str, path: Pat
         draw_accuracy(ax, accuracy_curves(res), "round", order, names)
         ax.set_title(f"({letter}) {res.config['name']}")
     axes[1].set_ylabel("")
-    W = a.arrays("collab", algorithm, a.summary["seeds"][0])
-    cluster, _ = client_table(a)
+    seed = a.summary["seeds"][0]
+    W = a.arrays("collab", algorithm, seed)
+    cluster, _ = client_table(a, seed)
     im = draw_collaboration(axes[2], W["W"][-1], order=np.argsort(cluster, kind="stable"),
                             cluster=cluster)
     axes[2].set_title(f"(c) {algorithm}, round {int(W['rounds'][-1])}")

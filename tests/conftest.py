@@ -1,9 +1,14 @@
 """Test-suite settings: one torch thread per process (as netsim's default), set before torch is
 imported, so that the suite stays fast when other processes share the CPU (benchmarks/README.md,
-"Threads")."""
+"Threads"); this folder on ``sys.path`` under any ``--import-mode``, for the scenarios and helpers
+several test files share (helpers.py: ``from helpers import TINY, tiny, build, play, ...``)."""
 import os
+import sys
+from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).parent))
 
 import torch  # noqa: E402
 

@@ -16,10 +16,10 @@ from netsim.analysis import (analyze, collab_graph, community_analysis, communit
                              link_share, mean_ci, mixing_matrix, oracle_matrix,
                              rounds_to_connect, spectral, stabilisation_round, stability,
                              union_connected, write_analysis)
+from netsim.analysis.folder import client_table
 from netsim.analysis.metrics import degree_distribution
-from netsim.analysis.report import client_table
 from netsim.cli import main
-from tests.test_runs import tiny
+from helpers import tiny
 
 
 def test_oracle_and_precision_recall():
@@ -215,8 +215,10 @@ def test_ari_in_the_report_equals_a_recomputation_from_the_saved_W(folder):
     """DPFL's (and the baselines') ARI: Louvain on the saved final W, symmetrised, against the
     clusters (label_permutation puts the same contiguous blocks in clusters for every seed)."""
     report = analyze(folder.dir)
-    cluster = pd.read_csv(folder.dir / "clients.csv")["cluster"].to_numpy()
+    clients = pd.read_csv(folder.dir / "clients.csv")
+    cluster = clients[clients["seed"] == 1]["cluster"].to_numpy()
     assert (client_table(folder, 1)[0] == cluster).all()
+    assert (cluster == clients[clients["seed"] == 0]["cluster"].to_numpy()).all()
     for alg in ("dpfl", "sgp", "dpsgd", "fedavg"):
         for seed in (0, 1):
             W = np.load(folder.dir / "collab" / f"{alg}_seed{seed}.npz")["W"][-1]
@@ -301,3 +303,43 @@ def test_write_analysis_graphml_and_cli(folder, capsys):
     assert main(["analyze", str(folder.dir), "--target", "0", "--threshold", "0.01"]) == 0
     out = capsys.readouterr().out
     assert "asymmetry" in out and "time_to_target" in out and "analysis.json" in out
+
+
+def test_cluster_recovery_is_relative_to_the_largest_off_diagonal_weight():
+    from netsim.analysis.graphs import cluster_recovery, dominant_pairs, relative
+    from netsim.analysis.per_run import outer_analysis
+
+    cluster = np.array([0, 0, 1, 1])
+    # the diagonal (0.9) is ignored: largest off-diagonal 0.6, threshold 0.3
+    W = np.array([[.9, .6, .1, 0], [.4, .9, 0, .2], [.25, 0, .9, .35], [0, 0, .5, .9]])
+    assert relative(W).max() == pytest.approx(.9 / .6)
+    p, r = cluster_recovery(W, cluster)
+    assert (p, r) == (1.0, 1.0)                     # edges .6, .4, .35, .5; not .25, .2, .1
+    assert edge_precision_recall(relative(W), cluster, 0.5) == (p, r)
+    assert cluster_recovery(W / 7, cluster) == (p, r)                  # scale-free
+    assert cluster_recovery(np.eye(4), cluster)[1] == 0                # no edge: recall 0
+    assert relative(np.stack([W, 2 * W])).shape == (2, 4, 4)
+    weights = np.array([[[.5, .5], [.5, .5], [.5, .5], [.5, .5]],
+                        [[.9, .1], [.8, .2], [.3, .7], [.9, .1]]])    # [S, N, K]
+    assert dominant_pairs(weights[-1]).sum() == 3 * 3 + 1
+    out = outer_analysis(weights, cluster)
+    assert out["outer_precision"] == pytest.approx(2 / 6) and out["outer_recall"] == 0.5
+    assert out["outer_max_weight"] == pytest.approx(np.mean([.9, .8, .7, .9]))
+    assert out["outer_learners"] == 2
+
+
+def test_analyze_relative_threshold_matches_the_run_summary(tmp_path, capsys):
+    sc = tiny(**{"network.topology": "complete", "network.links": "always",
+                 "algorithms": ["oracle", "fedavg", {"name": "cobo", "sampling": "all"}],
+                 "schedule.rounds": 6})
+    res = run(sc, seeds=[0, 1], out=tmp_path, quiet=True)
+    report = analyze(res.dir, threshold=0.5, relative_to_max=True)
+    assert report["relative"] is True
+    for alg, entry in report["algorithms"].items():
+        for seed, vals in entry["per_seed"].items():
+            s = res.summary["algorithms"][alg]["per_seed"][str(seed)]
+            assert vals["precision"] == pytest.approx(s["collab_precision"])
+            assert vals["recall"] == pytest.approx(s["collab_recall"])
+    assert report["algorithms"]["oracle"]["mean"]["precision"] == 1.0
+    assert main(["analyze", str(res.dir), "--threshold", "0.5", "--relative"]) == 0
+    assert "threshold 0.5 x the largest off-diagonal weight" in capsys.readouterr().out

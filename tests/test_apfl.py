@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from test_diple import build
 
 from netsim import Scenario, run
+
+from helpers import build
 
 TINY = {
     "name": "tiny_apfl",
@@ -41,9 +42,8 @@ def test_alpha_one_is_local_training_and_alpha_zero_is_fedavg(tmp_path):
 
 
 def test_one_step_matches_autograd_for_v_w_and_adaptive_alpha():
-    alg = build({**{k: v for k, v in TINY.items() if k not in ("name", "outputs")},
-                 "algorithms": [{"name": "apfl", "adaptive": True, "alpha": 0.4, "alpha_lr": 0.3,
-                                 "alpha_reg": 0.02}]})
+    alg = build(TINY, {"algorithms": [{"name": "apfl", "adaptive": True, "alpha": 0.4,
+                                       "alpha_lr": 0.3, "alpha_reg": 0.02}]})
     gen = torch.Generator().manual_seed(3)
     alg.bank.flat.copy_(torch.randn(alg.n, alg.bank.d, generator=gen) * 0.1)
     alg.v.copy_(torch.randn(alg.n, alg.bank.d, generator=gen) * 0.1)

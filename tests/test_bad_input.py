@@ -10,7 +10,7 @@ from netsim.cli import main
 from netsim.config import Scenario
 from netsim.errors import ConfigError
 
-from tests.test_runs import TINY
+from helpers import TINY
 
 SMALL = dict(TINY, algorithms=["local"], schedule={"rounds": 2, "eval_every": 2})
 

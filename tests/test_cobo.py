@@ -11,56 +11,12 @@ import torch
 import netsim.data.rotations  # noqa: F401  (registers the rotated dataset and partition)
 from algorithms.cobo_weights import pair_probability, peer_sum, project_simplex
 from netsim import Scenario, run
-from netsim.loop import build_algorithm
 from netsim.analysis.graphs import edge_precision_recall, oracle_matrix
 from netsim.data import build_client_data, load_dataset
 from netsim.data.rotations import rotate_images
 from netsim.errors import ConfigError
 
-QUAD = {
-    "name": "quad", "seed": 0, "clients": 6,
-    "data": {"dataset": {"name": "cobo_quadratic", "n_samples": 600, "dim": 4, "sigma": 0.0,
-                         "spread": 1.0, "curvature": [0.5, 1.5]},
-             "partition": {"name": "clusters", "clusters": 3}},
-    "model": "mean",
-    "network": {"topology": "complete", "latency": {"base": 0.001}},
-    "train": {"lr": 0.1, "batch_size": 4, "local_steps": 1},
-    "schedule": {"rounds": 10, "eval_every": 5},
-    "algorithms": [{"name": "cobo", "sampling": "all", "rho": 1.0, "gamma": 0.1}],
-    "outputs": {"figures": False, "progress": False},
-}
-
-DIGITS = {
-    "name": "cobo_digits", "seed": 0, "clients": 6,
-    "data": {"dataset": "digits", "partition": {"name": "label_permutation", "clusters": 3,
-                                                "replicate": True},
-             "max_samples_per_client": 120},
-    "model": {"name": "mlp", "hidden": [8]},
-    "network": {"topology": "complete", "links": {"name": "bernoulli", "p": 0.5},
-                "latency": {"base": 0.001}},
-    "train": {"lr": 0.1, "batch_size": 8, "local_steps": 1},
-    "schedule": {"rounds": 12, "eval_every": 4},
-    "algorithms": [{"name": "cobo", "sampling": "all"}],
-    "outputs": {"figures": False, "progress": False},
-}
-
-
-def build(raw: dict, over: dict | None = None, index: int = 0):
-    """The algorithm object of ``raw`` (as the runner builds it), to drive round by round."""
-    return build_algorithm(Scenario(raw).with_overrides(over or {}), index)
-
-
-def play(alg, rounds: range) -> None:
-    """Rounds as ``Algorithm.run`` plays them (closing each round on the simulator)."""
-    for t in rounds:
-        alg.round(t)
-        alg.sim.end_round()
-
-
-def quad_truth(alg) -> tuple[np.ndarray, np.ndarray]:
-    """Per-client centre mu_k(i) (every sample equals it when sigma = 0) and curvature a_i."""
-    return (alg.data.y["train"][:, 0].double().numpy(),
-            alg.data.loss_scale.double().numpy())
+from helpers import DIGITS, QUAD, build, play, quad_truth
 
 
 # ------------------------------------------------------------------ pure pieces

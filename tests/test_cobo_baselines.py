@@ -11,7 +11,7 @@ from algorithms.fed_clustering import threshold_clustering
 from netsim import Scenario, run
 from netsim.analysis.graphs import edges, oracle_matrix
 from netsim.errors import ConfigError
-from tests.test_cobo import DIGITS, QUAD, build, play, quad_truth
+from helpers import DIGITS, QUAD, build, play, quad_truth
 
 LR = 0.1
 

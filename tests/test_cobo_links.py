@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from algorithms.cobo_pairs import SCALAR_BYTES
-from test_cobo import DIGITS, build, play
+from helpers import DIGITS, build, play
 
 RELAY = {"algorithms.cobo.protocol": "relay"}
 

@@ -11,8 +11,9 @@ import torch
 from algorithms.diple_weights import bisect, bisection_iterations, normalise_rows
 from netsim.runtime.mailbox import Mailbox
 from netsim import Scenario, run
-from netsim.loop import build_algorithm
 from netsim.errors import ConfigError
+
+from helpers import build
 
 TINY = {
     "name": "tiny_diple",
@@ -27,11 +28,6 @@ TINY = {
     "algorithms": [{"name": "diple", "stage2_steps": 2}],
     "outputs": {"figures": False, "progress": False},
 }
-
-
-def build(over: dict | None = None):
-    """An algorithm instance for the first algorithm of TINY with ``over`` applied (no run)."""
-    return build_algorithm(Scenario(TINY).with_overrides(over or {}))
 
 
 # ------------------------------------------------------------------ bisection (eq. 3)
@@ -62,8 +58,9 @@ def test_bisection_finds_the_minimiser_within_eps_and_the_boundaries(search, eps
 def test_learned_weight_is_the_exact_minimiser_of_a_quadratic_mixture_loss():
     """Linear regression: phi(a) = f_i((1 - a) w_i + a w_j) is a parabola, whose minimiser follows
     from three evaluations; every pair's bisection lands within eps of it (clipped to [0, 1])."""
-    alg = build({"data": {"dataset": {"name": "clustered_linear_regression", "n_samples": 400},
-                          "partition": {"name": "clusters", "clusters": 2}}})
+    alg = build(TINY, {"data": {"dataset": {"name": "clustered_linear_regression",
+                                            "n_samples": 400},
+                                "partition": {"name": "clusters", "clusters": 2}}})
     gen = torch.Generator().manual_seed(1)
     alg.bank.flat.copy_(torch.randn(alg.n, alg.bank.d, generator=gen))
     peers = torch.randn(alg.n, alg.bank.d, generator=gen)
@@ -98,7 +95,7 @@ def test_odds_rows_are_exact_for_one_neighbour_and_sum_to_one():
 
 # ------------------------------------------------------------------ stage II (eq. 4)
 def test_mixture_step_is_sgd_on_the_mixture_loss_with_the_chain_rule():
-    alg = build()
+    alg = build(TINY)
     gen = torch.Generator().manual_seed(2)
     alg.mixer.copy_(torch.randn(alg.n, alg.bank.d, generator=gen) * 0.1)
     self_w = torch.tensor([0.2, 0.5, 0.9, 1.0])

@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from algorithms.dpfl_budget import random_peers, resolve_budget
-from netsim import Scenario, run
+from netsim import run
 from netsim.analysis.graphs import oracle_matrix
 from netsim.errors import ConfigError
+
+from helpers import scenario
 
 N = 9
 TINY = {
@@ -28,10 +30,6 @@ TINY = {
 }
 
 
-def tiny(**over) -> Scenario:
-    return Scenario(TINY).with_overrides(over)
-
-
 @pytest.mark.parametrize("value, want", [(None, None), ("inf", None), (float("inf"), None),
                                          (3, 3), (3.0, 3), (0.2, 2), (0.05, 1), (0.5, 5)])
 def test_budget_values(value, want):
@@ -47,14 +45,14 @@ def test_budget_values(value, want):
 ])
 def test_impossible_configs_name_the_field(spec, field):
     with pytest.raises(ConfigError) as err:
-        tiny(algorithms=[spec]).resolve()
+        scenario(TINY, algorithms=[spec]).resolve()
     assert err.value.field == field
 
 
 def test_local_only_group_must_exist(tmp_path):
     with pytest.raises(ConfigError) as err:
-        run(tiny(algorithms=[{"name": "dpfl", "local_only_group": "malicious"}]), out=tmp_path,
-            quiet=True)
+        run(scenario(TINY, algorithms=[{"name": "dpfl", "local_only_group": "malicious"}]),
+            out=tmp_path, quiet=True)
     assert err.value.field == "algorithms.dpfl.local_only_group"
 
 
@@ -76,7 +74,7 @@ CAPS = {"b2": 2, "b3": 3, "self3": 2, "random2": 2, "inf": N - 1}
 
 @pytest.fixture(scope="module")
 def budget_run(tmp_path_factory):
-    return run(tiny(algorithms=ALGS), out=tmp_path_factory.mktemp("budget"), quiet=True)
+    return run(scenario(TINY, algorithms=ALGS), out=tmp_path_factory.mktemp("budget"), quiet=True)
 
 
 @pytest.mark.parametrize("label", list(CAPS))
@@ -116,8 +114,9 @@ def test_bggc_streams_in_ceil_n_over_bc_steps(budget_run):
 
 
 def test_scenario_peer_budget_caps_the_algorithm(tmp_path):
-    res = run(tiny(**{"network.budget": {"peers_per_round": 1},
-                      "algorithms": [{"name": "dpfl", "budget": 4}]}), out=tmp_path, quiet=True)
+    res = run(scenario(TINY, **{"network.budget": {"peers_per_round": 1},
+                                "algorithms": [{"name": "dpfl", "budget": 4}]}),
+              out=tmp_path, quiet=True)
     assert res.arrays("accounting", "dpfl", 0)["peers"].max() == 1
     assert res.arrays("graph", "dpfl", 0)["used"].sum(2).max() <= 1
 
@@ -126,10 +125,10 @@ def test_local_only_group_trains_exactly_like_local(tmp_path):
     """Label-flip case 1: flipped clients never select collaborators; they draw the same batches
     as under Local, so their models and accuracies are Local's exactly, while benign clients
     (who do collaborate) differ."""
-    sc = tiny(**{"data.partition": {"name": "label_flip", "share": 0.4},
-                 "network.links": "always",
-                 "algorithms": ["local", {"name": "dpfl", "budget": 3,
-                                          "local_only_group": "malicious"}]})
+    sc = scenario(TINY, **{"data.partition": {"name": "label_flip", "share": 0.4},
+                           "network.links": "always",
+                           "algorithms": ["local", {"name": "dpfl", "budget": 3,
+                                                    "local_only_group": "malicious"}]})
     res = run(sc, out=tmp_path, quiet=True)
     flipped = (res.clients["group"] == "malicious").to_numpy()
     graph = res.arrays("graph", "dpfl", 0)
@@ -144,10 +143,10 @@ def test_local_only_group_trains_exactly_like_local(tmp_path):
 def test_greedy_graph_finds_the_clusters_and_the_random_graph_does_not(tmp_path):
     """Three label-permutation clusters of 4: by the last round most GGC links stay inside the
     true cluster; a random graph under the same budget hits the cluster about 3/11 of the time."""
-    sc = tiny(**{"clients": 12, "network.links": "always", "schedule.rounds": 8,
-                 "train.local_steps": 5,
-                 "algorithms": [{"name": "dpfl", "budget": 3},
-                                {"name": "dpfl_random", "budget": 3}]})
+    sc = scenario(TINY, **{"clients": 12, "network.links": "always", "schedule.rounds": 8,
+                           "train.local_steps": 5,
+                           "algorithms": [{"name": "dpfl", "budget": 3},
+                                          {"name": "dpfl_random", "budget": 3}]})
     res = run(sc, out=tmp_path, quiet=True)
     same = oracle_matrix(res.clients["cluster"].to_numpy())
     share = {}
@@ -159,7 +158,7 @@ def test_greedy_graph_finds_the_clusters_and_the_random_graph_does_not(tmp_path)
 
 def test_period_and_between(tmp_path):
     """P = 2: rounds without GGC aggregate over the last C_k (reuse) or not at all (local)."""
-    res = run(tiny(**{"network.links": "always", "schedule.rounds": 6, "algorithms": [
+    res = run(scenario(TINY, **{"network.links": "always", "schedule.rounds": 6, "algorithms": [
         {"name": "dpfl", "budget": 3, "period": 2, "label": "reuse"},
         {"name": "dpfl", "budget": 3, "period": 2, "between": "local", "label": "local"}]}),
         out=tmp_path, quiet=True)

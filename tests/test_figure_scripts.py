@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from netsim import Scenario, run
-from tests.test_cobo import DIGITS
-from tests.test_pdbo import BASE as PDBO
+from helpers import DIGITS, PDBO
 
 ROOT = Path(__file__).resolve().parent.parent
 

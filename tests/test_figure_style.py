@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 import netsim
 from netsim.plot import plot_robustness, write_run_figures
 from netsim.plot.style import PAGE, looks
-from tests.test_runs import tiny
+from helpers import tiny
 
 # 9 algorithms: more series than the 8 colours of the palette
 ALGS = ["local", "fedavg", "fedprox", "oracle", "sgp", "dpsgd", "apfl", "ditto", "ifca"]

@@ -10,15 +10,17 @@ from matplotlib import colormaps
 from matplotlib.colors import to_rgb
 
 from netsim import run
-from netsim.analysis import edges, oracle_matrix, robustness_table
-from netsim.analysis.report import accuracy_curves, client_table, rebuild_data
+from netsim.analysis import edges, oracle_matrix
+from netsim.analysis.folder import client_rows, client_table, rebuild_data
+from netsim.analysis.series import accuracy_curves
 from netsim.cli import main
 from netsim.plot import KINDS, plot_robustness, write_run_figures
 from netsim.plot.matrices import MASK_COLOUR, draw_collaboration
 from netsim.plot.outer import draw_outer_weights, plot_outer_weights
 from netsim.plot.style import new_figure
 from netsim.results import Results, ResultsWriter
-from tests.test_runs import tiny
+from netsim.sweep_table import robustness_table
+from helpers import tiny
 
 ALGS = ["local", "oracle", "sgp"]
 
@@ -104,11 +106,16 @@ def test_worst_decile_curve_ends_at_the_summary_bottom10(folder):
 
 
 def test_each_seed_has_its_own_ground_truth(folder):
-    """label_flip draws the malicious clients from the seed's data stream: seed 1's clusters are
-    not clients.csv's (seed 0's), and Oracle's W of seed 1 is exactly their block matrix."""
+    """label_flip draws the malicious clients from the seed's data stream: clients.csv holds a
+    block of rows per seed, each the partition its seed's run used (as rebuilt from config.yaml),
+    and Oracle's W of seed 1 is exactly seed 1's block matrix."""
     res = Results(folder)
+    clients = pd.read_csv(folder / "clients.csv")
+    assert list(clients["seed"]) == [0] * 8 + [1] * 8
     first, second = client_table(res), client_table(res, 1)
-    assert (first[0] == pd.read_csv(folder / "clients.csv")["cluster"]).all()
+    for seed, truth in ((0, first), (1, second)):
+        np.testing.assert_array_equal(truth[0], clients[clients["seed"] == seed]["cluster"])
+        np.testing.assert_array_equal(truth[0], rebuild_data(res, seed).cluster)
     assert (first[0] != second[0]).any()
     assert set(second[1]) == {"benign", "malicious"}
     assert ((second[1] == "malicious") == (second[0] == 1)).all()
@@ -120,7 +127,7 @@ def test_partition_from_the_rebuilt_data_or_the_sizes(folder, tmp_path):
     for name in ("config.yaml", "clients.csv", "metrics.csv"):
         shutil.copy(folder / name, tmp_path / name)
     data = rebuild_data(Results(tmp_path))
-    clients = pd.read_csv(folder / "clients.csv")
+    clients = client_rows(Results(folder), 0)
     np.testing.assert_array_equal(data.n["train"].numpy(), clients["n_train"])
     np.testing.assert_array_equal(data.cluster, clients["cluster"])
     assert data.class_counts("train").sum(1).tolist() == clients["n_train"].tolist()

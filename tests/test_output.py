@@ -6,10 +6,10 @@ import io
 
 import yaml
 
-from netsim.analysis.report import format_table
+from netsim.analysis import format_table
 from netsim.cli import DEFAULT_SCENARIO, main
 from netsim.progress import INTERVAL, Progress
-from tests.test_runs import TINY
+from helpers import TINY
 
 
 class Clock:
@@ -63,6 +63,10 @@ def test_quickstart_log_is_short(tmp_path, capsys):
     assert len((out + err).splitlines()) < 100
     assert "\r" not in err and err.startswith("quickstart: 18 algorithms x 1 seeds x 4 rounds")
     assert "algorithm" in out and "results:" in out                 # the table on stdout
+    heads = ["baselines", "federated", "clustered", "decentralised", "learned graph",
+             "learned weights"]
+    assert [line for line in out.splitlines() if line in heads] == heads   # groups, in order
+    assert "clusters P/R" in out.splitlines()[0]
 
 
 def test_quiet_verbose_and_the_figures_line(tmp_path, capsys):

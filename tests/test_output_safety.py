@@ -13,7 +13,7 @@ from netsim.cli import main
 from netsim.errors import ConfigError
 from netsim.results import INCOMPLETE, ResultsWriter
 
-from tests.test_runs import TINY
+from helpers import TINY
 
 SMALL = dict(TINY, algorithms=["local", "sgp"], schedule={"rounds": 2, "eval_every": 2})
 

@@ -10,36 +10,14 @@ import torch
 
 from algorithms.hgp import expected_push_weights
 from netsim.runtime.adam import BatchedAdam
-from netsim import Scenario, run
-from netsim.loop import build_algorithm
+from netsim import run
 from netsim.errors import ConfigError
 from netsim.models import build_model
 from netsim.models.ensemble import EnsembleModel
 
-N = 8
-BASE = {
-    "name": "pdbo_tiny", "seed": 0, "clients": N,
-    "data": {"dataset": "digits",
-             "partition": {"name": "feature_shift", "clusters": 2, "dirichlet": 0.4,
-                           "min_size": 20},
-             "val_fraction": 0.2, "test_fraction": 0.2},
-    "model": {"name": "mlp", "hidden": [8]},
-    "network": {"topology": "complete", "links": {"name": "bernoulli", "p": [0.4, 0.8]}},
-    "train": {"lr": 0.5, "batch_size": 8, "weight_decay": 0.001},
-    "schedule": {"rounds": 3, "eval_every": 1},
-    "algorithms": [{"name": "pdbo_mtl", "learners": 2, "inner_steps": 100, "decay_last": [40, 20],
-                    "neumann_steps": 5}],
-    "outputs": {"figures": False, "progress": False},
-}
+from helpers import PDBO, build, play, scenario
 
-
-def scenario(**over) -> Scenario:
-    return Scenario(BASE).with_overrides(over)
-
-
-def make(sc: Scenario, k: int = 0, seed: int = 0):
-    """The k-th algorithm of a scenario, built as the runner builds it."""
-    return build_algorithm(sc, k, seed)
+N = PDBO["clients"]
 
 
 def spread(x: torch.Tensor) -> float:
@@ -68,7 +46,7 @@ def test_sgp_inner_solver_reaches_consensus_on_random_directed_links():
     """Agents' de-biased learners x_i = z_i / w_i agree (consensus, problem (1)); push-sum mass
     is conserved without loss; local SGD on the same data does not agree."""
     short = {"algorithms.0.inner_steps": 60, "algorithms.0.decay_last": [30, 15]}
-    alg = make(scenario(**short))
+    alg = build(scenario(PDBO, **short))
     stats = alg.solve_inner()
     assert spread(alg.x()) < 5e-3
     assert float(alg.w.sum()) == pytest.approx(N, rel=1e-5)
@@ -78,8 +56,8 @@ def test_sgp_inner_solver_reaches_consensus_on_random_directed_links():
     avail = alg.sim.links.availability()
     assert np.abs(stats.delta_bar() - avail.T).mean() < 0.07
     assert np.abs(stats.p_bar() - expected_push_weights(avail)).mean() < 0.02
-    local = make(scenario(**short, **{"algorithms.0.inner": "local",
-                                      "algorithms.0.hypergradient": "local"}))
+    local = build(scenario(PDBO, **short, **{"algorithms.0.inner": "local",
+                                            "algorithms.0.hypergradient": "local"}))
     local.solve_inner()
     assert spread(local.x()) > 0.3
 
@@ -89,9 +67,10 @@ def test_inner_sgp_keeps_its_consensus_under_message_loss():
     within 2x of the lossless one (measured 0.94x and 1.25x); without recovery the mass decays
     and, with the exact Nedić steps (min_weight 0), the agents fall apart (NaN here)."""
     def solve(loss: float, recovery: str = "running_sums", min_weight: float = 0.5):
-        alg = make(scenario(**{"algorithms.0.inner_steps": 100, "algorithms.0.decay_last": [50, 25],
-                               "network.loss.p": loss, "algorithms.0.loss_recovery": recovery,
-                               "algorithms.0.min_weight": min_weight}))
+        alg = build(scenario(PDBO, **{"algorithms.0.inner_steps": 100,
+                                     "algorithms.0.decay_last": [50, 25], "network.loss.p": loss,
+                                     "algorithms.0.loss_recovery": recovery,
+                                     "algorithms.0.min_weight": min_weight}))
         alg.solve_inner()
         return spread(alg.x()), float(alg.w.sum())
 
@@ -107,11 +86,11 @@ def test_inner_sgp_keeps_its_consensus_under_message_loss():
 def test_sgp_baseline_is_pdbo_at_its_first_outer_step_and_best_val_is_reported():
     """SGP (uniform weights) = PDBO-MTL at t_h = 0 (same streams, same batches); the models
     reported are those of the outer step with the best mean validation accuracy."""
-    sc = scenario(algorithms=[{"name": "pdbo_mtl", "learners": 2, "inner_steps": 30,
-                               "decay_last": [10], "neumann_steps": 3},
-                              {"name": "pdbo_mtl", "label": "sgp", "hypergradient": "none",
-                               "learners": 2, "inner_steps": 30, "decay_last": [10]}])
-    pdbo, sgp = make(sc, 0), make(sc, 1)
+    sc = scenario(PDBO, algorithms=[{"name": "pdbo_mtl", "learners": 2, "inner_steps": 30,
+                                     "decay_last": [10], "neumann_steps": 3},
+                                    {"name": "pdbo_mtl", "label": "sgp", "hypergradient": "none",
+                                     "learners": 2, "inner_steps": 30, "decay_last": [10]}])
+    pdbo, sgp = build(sc), build(sc, index=1)
     steps = []
     for t in range(3):
         for alg in (pdbo, sgp):
@@ -134,11 +113,11 @@ def test_every_push_goes_through_the_engine(tmp_path):
     algs = [{"name": "pdbo_mtl", "learners": 2, "inner_steps": T, "decay_last": [5],
              "neumann_steps": M},
             {"name": "pdbo_mtl_local", "learners": 2, "inner_steps": T, "decay_last": [5]}]
-    res = run(scenario(**{"network.links": "always", "schedule.rounds": rounds,
-                          "algorithms": algs}), out=tmp_path, quiet=True)
+    res = run(scenario(PDBO, **{"network.links": "always", "schedule.rounds": rounds,
+                                "algorithms": algs}), out=tmp_path, quiet=True)
     net = res.network.groupby("algorithm")[["messages_sent", "bytes_sent"]].sum()
     links = N * (N - 1)
-    dx = make(scenario()).dx
+    dx = build(scenario(PDBO)).dx
     assert net.loc["pdbo_mtl_local", "messages_sent"] == rounds * T * links
     assert net.loc["pdbo_mtl", "messages_sent"] == rounds * T * links + (rounds - 1) * M * links
     assert net.loc["pdbo_mtl", "bytes_sent"] == 4 * links * (rounds * T * (dx + 1)
@@ -151,17 +130,15 @@ def test_every_push_goes_through_the_engine(tmp_path):
 
 
 def test_runs_at_link_probability_0_1_without_nan(tmp_path):
-    sc = scenario(**{"network.topology": {"name": "k_out", "k": 2},
-                     "network.links": {"name": "bernoulli", "p": 0.1},
-                     "network.loss": {"p": 0.05}, "schedule.rounds": 3,
-                     "algorithms": [{"name": "pdbo_mtl", "learners": 2, "inner_steps": 20,
-                                     "decay_last": [5], "neumann_steps": 10}]})
+    sc = scenario(PDBO, **{"network.topology": {"name": "k_out", "k": 2},
+                           "network.links": {"name": "bernoulli", "p": 0.1},
+                           "network.loss": {"p": 0.05}, "schedule.rounds": 3,
+                           "algorithms": [{"name": "pdbo_mtl", "learners": 2, "inner_steps": 20,
+                                           "decay_last": [5], "neumann_steps": 10}]})
     m = run(sc, out=tmp_path, quiet=True).metrics
     assert np.isfinite(m["loss"]).all() and m["accuracy"].notna().all()
-    alg = make(sc)
-    for t in range(3):
-        alg.round(t)
-        alg.sim.end_round()
+    alg = build(sc)
+    play(alg, range(3))
     assert torch.isfinite(alg.lam).all() and not torch.equal(alg.lam, torch.zeros_like(alg.lam))
 
 
@@ -189,15 +166,15 @@ def test_adam_matches_torch_and_skips_agents_with_non_finite_hypergradients():
 ])
 def test_impossible_combinations_are_config_errors(over, field):
     with pytest.raises(ConfigError) as err:
-        scenario(**over).resolve()
+        scenario(PDBO, **over).resolve()
     assert err.value.field == field
 
 
 def test_batchnorm_statistics_follow_the_sgp_steps_and_the_outer_cost_uses_them():
-    sc = scenario(**{"model": {"name": "resnet9", "width": 0.0625},
-                     "data.dataset": "digits", "algorithms.0.inner_steps": 4,
-                     "algorithms.0.decay_last": [2], "algorithms.0.neumann_steps": 1})
-    alg = make(sc)
+    sc = scenario(PDBO, **{"model": {"name": "resnet9", "width": 0.0625},
+                           "data.dataset": "digits", "algorithms.0.inner_steps": 4,
+                           "algorithms.0.decay_last": [2], "algorithms.0.neumann_steps": 1})
+    alg = build(sc)
     bank = alg.bank
     assert bank.running is not None and int(bank.tracked.sum()) == 0
     initial = bank.running.clone()

@@ -12,7 +12,7 @@ import torch
 from netsim import Scenario, run
 from netsim.runtime.mixing import push_sum_weights
 from netsim.runtime.pushsum import PushSum, check_graph
-from test_pdbo import make
+from helpers import build, play
 
 N = 20
 
@@ -39,7 +39,7 @@ def frozen(recovery: str, form: str, rounds: int, name: str = "sgp") -> Scenario
 def run_frozen(recovery: str, form: str, rounds: int = 2000, name: str = "sgp"):
     """The SGP algorithm after ``rounds`` rounds from distinct random models, the initial
     average, and the share of sent messages that were lost and late."""
-    alg = make(frozen(recovery, form, rounds, name))
+    alg = build(frozen(recovery, form, rounds, name))
     gen = torch.Generator().manual_seed(1)
     alg.bank.flat.copy_(torch.randn(alg.bank.flat.shape, generator=gen))
     if alg.push_sum is not None:
@@ -55,9 +55,7 @@ def run_frozen(recovery: str, form: str, rounds: int = 2000, name: str = "sgp"):
         return ex
 
     alg.exchange = counting
-    for t in range(rounds):
-        alg.round(t)
-        alg.sim.end_round()
+    play(alg, range(rounds))
     lost, late, sent = seen["lost"], seen["late"], seen["sent"]
     return alg, average, lost / sent, late / sent
 
@@ -157,12 +155,10 @@ def test_a_diverged_algorithm_is_reported_and_the_others_are_unchanged(tmp_path,
 
 
 def test_running_sum_messages_have_the_same_size_and_accounting():
-    runs = {rec: make(small([{"name": "sgp", "loss_recovery": rec}])) for rec in
+    runs = {rec: build(small([{"name": "sgp", "loss_recovery": rec}])) for rec in
             ("running_sums", "none")}
     for alg in runs.values():
-        for t in range(4):
-            alg.round(t)
-            alg.sim.end_round()
+        play(alg, range(4))
     a, b = (r.sim.history for r in runs.values())
     assert [h["bytes_sent"] for h in a] == [h["bytes_sent"] for h in b]
     assert [h["messages_dropped"] for h in a] == [h["messages_dropped"] for h in b]
@@ -179,14 +175,12 @@ def test_graph_without_in_links_is_warned_about_once_and_stays_finite():
                                                  "schedule.rounds": rounds})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        alg = make(sc)
+        alg = build(sc)
     msgs = [str(w.message) for w in caught if "strongly connected" in str(w.message)]
     assert len(msgs) == 1 and "without in-links" in msgs[0]
     sources = int((~alg.sim.adjacency.any(axis=0)).sum())
     assert f"leaves {sources} of 200 nodes" in msgs[0] and sources > 10
-    for t in range(rounds):
-        alg.round(t)
-        alg.sim.end_round()
+    play(alg, range(rounds))
     assert torch.isfinite(alg.bank.flat).all() and bool((alg.w > 0).all())
     assert alg.push_sum.rescaled > 0
     assert float(alg.w[torch.as_tensor(~alg.push_sum.draining.numpy())].min()) > 1e-3

@@ -11,7 +11,8 @@ import pandas as pd
 from netsim import reference
 from netsim.analysis import community_analysis, graph_metrics, group_shares, link_metrics
 from netsim.analysis.columns import COLUMNS
-from netsim.analysis.report import TABLE_ROWS, time_to_target
+from netsim.analysis.series import time_to_target
+from netsim.analysis.table import TABLE_ROWS
 from netsim.registry import Registry
 from netsim.schema import Field
 

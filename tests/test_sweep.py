@@ -13,7 +13,7 @@ from netsim.errors import ConfigError
 from netsim.analysis.stats import mean_ci
 from netsim.sweep import Sweep, run_sweep
 
-from tests.test_runs import TINY
+from helpers import TINY
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import yaml
 
 from netsim.sweep import Sweep, run_sweep
 
-from tests.test_runs import TINY
+from helpers import TINY
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs /proc")
 

@@ -8,7 +8,7 @@ from netsim import Scenario, run
 from netsim.errors import ConfigError
 from netsim.threads import DEFAULT_THREADS, use_threads
 
-from tests.test_runs import TINY
+from helpers import TINY
 
 SMALL = dict(TINY, algorithms=["local"], schedule={"rounds": 1, "eval_every": 1})
 

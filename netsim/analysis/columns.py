@@ -36,6 +36,15 @@ COLUMNS: dict[str, str] = {
     "nmi": "normalised mutual information of the communities against the clusters",
     "precision": "share of edges that join clients of the same ground-truth cluster",
     "recall": "share of same-cluster pairs that are edges",
+    "outer_precision": "outer/ arrays (PDBO-MTL's softmax(lambda_i)): share of the pairs of "
+                       "clients whose largest outer weight is on the same learner that are "
+                       "same-cluster pairs, at the last outer step",
+    "outer_recall": "share of the same-cluster pairs whose largest outer weights are on the same "
+                    "learner, at the last outer step",
+    "outer_max_weight": "largest outer weight of a client, mean over clients, at the last outer "
+                        "step (1 / K: uniform mixtures; 1: one learner each)",
+    "outer_learners": "learners that are some client's largest outer weight, at the last outer "
+                      "step",
     "share_<a>_uses_<b>": "of the collaborators clients of group a use, the share in group b",
     "jaccard_mean": "mean Jaccard index of the edge sets of consecutive evaluations",
     "stable_from": "first evaluation round from which every consecutive Jaccard index is >= "

@@ -44,6 +44,43 @@ def edge_precision_recall(W: np.ndarray, cluster: np.ndarray,
     return precision, recall
 
 
+#: cluster recovery (the printed run table, ``netsim analyze --relative``): an edge is a weight
+#: above this fraction of the matrix's largest off-diagonal weight
+RECOVERY_FRACTION = 0.5
+
+
+def largest_off_diagonal(W: np.ndarray) -> float:
+    """The largest weight ``W[i, j]``, ``i != j`` (0 for fewer than two clients)."""
+    W = np.asarray(W, float)
+    if W.shape[0] < 2:
+        return 0.0
+    return float(W[~np.eye(W.shape[0], dtype=bool)].max())
+
+
+def relative(W: np.ndarray) -> np.ndarray:
+    """W (or each matrix of a stack ``[E, N, N]``) divided by its largest off-diagonal weight, so
+    that a threshold T keeps the weights above T times that weight (unchanged where it is <= 0)."""
+    W = np.asarray(W, float)
+    if W.ndim == 3:
+        return np.stack([relative(w) for w in W]) if len(W) else W
+    top = largest_off_diagonal(W)
+    return W / top if top > 0 else W
+
+
+def cluster_recovery(W: np.ndarray, cluster: np.ndarray,
+                     fraction: float = RECOVERY_FRACTION) -> tuple[float, float]:
+    """Precision and recall against the same-cluster pairs of the edges whose weight is above
+    ``fraction`` of W's largest off-diagonal weight (nan when undefined)."""
+    return edge_precision_recall(relative(W), cluster, fraction)
+
+
+def dominant_pairs(weights: np.ndarray) -> np.ndarray:
+    """``[N, N]`` pairs of clients whose largest mixture weight is on the same component (e.g.
+    PDBO-MTL's learner), from ``weights [N, K]``; the diagonal is True (``edges`` removes it)."""
+    top = np.asarray(weights).argmax(1)
+    return top[:, None] == top[None, :]
+
+
 def link_share(W: np.ndarray, rows: np.ndarray, cols: np.ndarray, threshold: float = 0.0) -> float:
     """Share of the edges of the clients in ``rows`` that come from clients in ``cols``.
 

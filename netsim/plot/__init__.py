@@ -25,8 +25,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from netsim.analysis.report import (accuracy_curves, client_table, has_arrays, rebuild_data,
-                                    runs, series_by_algorithm)
+from netsim.analysis.folder import client_rows, client_table, has_arrays, rebuild_data, runs
+from netsim.analysis.series import accuracy_curves, series_by_algorithm
 from netsim.plot.curves import (draw_accuracy, final_client_stats, plot_accuracy, plot_scatter,
                                 plot_series)
 from netsim.plot.digraph import plot_digraph
@@ -153,14 +153,14 @@ def _links(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
 
 
 def _partition(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
-    """From ``data`` (ClientData), else rebuilt from config.yaml, else the clients' training-set
-    sizes in clients.csv."""
-    path = fig_dir / "partition.png"
-    data = rebuild_data(res) if data is None else data
+    """The first seed's partition: from ``data`` (ClientData), else rebuilt from config.yaml,
+    else the clients' training-set sizes in clients.csv."""
+    path, seed = fig_dir / "partition.png", runs(res)[0][1]
+    data = rebuild_data(res, seed) if data is None else data
     if data is not None:
         return [plot_partition(data, path, pdf)] + ([path.with_suffix(".pdf")] if pdf else [])
-    cluster, group = client_table(res)
-    sizes = res.clients.sort_values("client")["n_train"].to_numpy()[:, None]
+    cluster, group = client_table(res, seed)
+    sizes = client_rows(res, seed)["n_train"].to_numpy()[:, None]
     return draw_partition(sizes, cluster, group, path, False, pdf)
 
 

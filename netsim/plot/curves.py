@@ -69,7 +69,7 @@ def plot_accuracy(curves: pd.DataFrame, path: str | Path, x: str = "round", pdf:
                   order: list[str] | None = None,
                   names: dict[str, str] | None = None) -> list[Path]:
     """Mean client test accuracy (loss for regression) vs ``x`` (``round``, ``sim_time`` or
-    ``bytes``), one line per algorithm, from :func:`netsim.analysis.report.accuracy_curves`;
+    ``bytes``), one line per algorithm, from :func:`netsim.analysis.series.accuracy_curves`;
     x of a point is the mean over seeds of its simulated time / cumulative bytes; 95% CI bands
     over seeds up to MAX_BANDS algorithms. ``names`` maps algorithms to legend labels (e.g.
     ``sgp (diverged)``)."""
@@ -140,7 +140,7 @@ def _series_label(col: str) -> tuple[str, float]:
 def plot_series(series: dict[str, list[pd.DataFrame]], columns: list[str], path: str | Path,
                 pdf: bool = False) -> list[Path]:
     """Graph metrics over rounds (one panel per column of
-    :func:`netsim.analysis.report.graph_series`), one line per algorithm, band over seeds."""
+    :func:`netsim.analysis.series.graph_series`), one line per algorithm, band over seeds."""
     look = looks(list(series))
     fig, axes = new_figure(COLUMN, 0.3 + 1.5 * len(columns), len(columns), 1, sharex=True,
                            squeeze=False)
