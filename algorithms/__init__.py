@@ -1,7 +1,7 @@
 """Algorithm registry: one module per algorithm, registered under the name used in scenarios.
 
 Every module of this package is imported on first use of the package, so adding an algorithm
-is adding a module with a ``@register("name")`` class (see the README, "Adding an algorithm").
+is adding a module with a ``@register("name")`` class (see docs/adding_an_algorithm.md).
 """
 from __future__ import annotations
 

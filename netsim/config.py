@@ -1,6 +1,6 @@
 """Scenario schema, validation and ``--set`` overrides.
 
-A scenario is a YAML mapping (see the README's "Scenario format"); :class:`Scenario` loads it,
+A scenario is a YAML mapping (see docs/scenario_format.md); :class:`Scenario` loads it,
 applies overrides and validates it into the fully resolved config (every default filled in)
 that is saved as ``config.yaml`` next to the results. Everything is checked before anything
 runs; errors name the field, the bad value and what is allowed.
