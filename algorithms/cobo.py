@@ -32,16 +32,15 @@ code's bug: both midpoint gradients on client i's data) and ``similarity`` (cosi
 """
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 import torch
 
 from algorithms import register
 from algorithms.base import Algorithm
 from algorithms.cobo_pairs import PROTOCOLS, exchange_pairs, relay_pairs
-from algorithms.cobo_weights import pair_probability, peer_sum, project_simplex
+from algorithms.cobo_weights import pair_probability, project_simplex
 from netsim.errors import ConfigError
+from netsim.runtime.mailbox import Mailbox
 from netsim.schema import Field
 from netsim.sim.engine import ExchangeResult
 
@@ -95,7 +94,7 @@ class CoBo(Algorithm):
         if simplex:
             np.fill_diagonal(self.W, 0.0)
             self.W = project_simplex(self.W)
-        self.history: deque = deque(maxlen=self.policy.max_staleness + 1)
+        self.mail = Mailbox(n, self.policy.max_staleness + 1)   # the copies peers hold
         self.ema = torch.zeros_like(self.bank.flat) if p.gradient == "ema" else None
         self.stepped = torch.zeros(n, dtype=torch.bool, device=self.device)   # ema: m set
         rounds, every = ctx.cfg["schedule"]["rounds"], ctx.cfg["schedule"]["eval_every"]
@@ -136,8 +135,9 @@ class CoBo(Algorithm):
             pairs = np.triu(self.rng.random((n, n)) < p_t, k=1)
         want = (self.W > 0) | pairs | pairs.T
         np.fill_diagonal(want, False)
-        self.history.appendleft(self.bank.flat.clone())
+        sent = self.bank.flat.clone()
         models = self.exchange(want, self.bank.size_bytes)
+        self.mail.post(models, sent, t)
         self.log_links(models.delivered)
         self.sampled += pairs
         if self.hp.protocol == "exchange":       # Client-Selection's messages (cobo_pairs.py)
@@ -155,7 +155,7 @@ class CoBo(Algorithm):
 
     def midpoint_alignment(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """``<grad f_a(z_ab; xi_a), grad f_b(z_ab; xi_b)>`` for all pairs in one batched call."""
-        x = self.history[0]
+        x = self.mail.newest()
         ia = torch.as_tensor(a, device=self.device)
         ib = torch.as_tensor(b, device=self.device)
         z = 0.5 * (x[ia] + x[ib])
@@ -198,7 +198,7 @@ class CoBo(Algorithm):
         w = torch.as_tensor(eff, dtype=self.bank.flat.dtype, device=self.device)
         rho = self.hp.rho
         row = rho * w.sum(1, keepdim=True)
-        pull = rho * peer_sum(w, models.staleness, self.history)
+        pull = rho * self.mail.mix_stale(w, models.staleness)
         done = self.compute_phase(active=self.net.alive()).finished
         idx = self.index(done, self.device)
         tr = self.train

@@ -1,12 +1,10 @@
-"""CoBo's pair sampling, projection and peer sums (Hashemi, He, Jaggi, NeurIPS 2024;
+"""CoBo's pair sampling and projection (Hashemi, He, Jaggi, NeurIPS 2024;
 ALGORITHMS.md 1.2-1.4)."""
 from __future__ import annotations
 
 import math
-from collections import deque
 
 import numpy as np
-import torch
 
 
 def pair_probability(t: int, n: int, rounds: int, sampling: str, rate: float = 1.0,
@@ -34,16 +32,3 @@ def project_simplex(v: np.ndarray) -> np.ndarray:
     r = (u - css / k > 0).sum(axis=1)
     theta = css[np.arange(v.shape[0]), r - 1] / r
     return np.maximum(v - theta[:, None], 0.0)
-
-
-def peer_sum(weights: torch.Tensor, staleness: np.ndarray, history: deque) -> torch.Tensor:
-    """``sum_k w_ik x_k^{(s_ik)}``: each peer's copy sent ``staleness[i, k]`` rounds ago.
-
-    ``weights`` [N, N] is zero where no copy is usable; ``history[s]`` holds the models sent
-    s rounds ago ([N, d]); one ``[N, N] @ [N, d]`` product per staleness level.
-    """
-    out = torch.zeros_like(history[0])
-    for s in np.unique(staleness[staleness >= 0]):
-        mask = torch.as_tensor(staleness == s, device=weights.device)
-        out += torch.where(mask, weights, torch.zeros_like(weights)) @ history[int(s)]
-    return out

@@ -1,8 +1,9 @@
 """The newest copy of every sender's model at every receiver, over several exchanges.
 
 Algorithms that use peers' models with staleness (DiPLe: stale copies under ``max_staleness``,
-late arrivals under ``late: stale`` or ``async``) keep them here: one ``[N, d]`` snapshot per
-exchange in a ring, and for every edge the exchange whose copy the receiver holds.
+late arrivals under ``late: stale`` or ``async``; CoBo: the copy the engine says each receiver
+holds, ``staleness`` rounds old) keep them here: one ``[N, d]`` snapshot per exchange in a ring,
+and for every edge the exchange whose copy the receiver holds.
 """
 from __future__ import annotations
 
@@ -45,6 +46,20 @@ class Mailbox:
     def usable(self, ex: ExchangeResult) -> np.ndarray:
         """``[dst, src]``: a copy is available to the engine's policy and still in the buffer."""
         return ex.available & (self.got >= self.ring[0][0])
+
+    def newest(self) -> Tensor:
+        """The models sent in the last exchange, ``[N, d]``."""
+        return self.ring[-1][2]
+
+    def mix_stale(self, weights: Tensor, staleness: np.ndarray) -> Tensor:
+        """``sum_k w_ik x_k^{(s_ik)}`` for an algorithm that posts one exchange per round: each
+        peer's copy sent ``staleness[i, k]`` exchanges ago, as the engine reports it (``weights``
+        [N, N] is zero where no copy is usable); one ``[N, N] @ [N, d]`` product per staleness."""
+        out = torch.zeros_like(self.newest())
+        for s in np.unique(staleness[staleness >= 0]):
+            mask = torch.as_tensor(staleness == s, device=weights.device)
+            out += torch.where(mask, weights, torch.zeros_like(weights)) @ self.ring[-1 - int(s)][2]
+        return out
 
     def mix(self, weights: np.ndarray, like: Tensor) -> Tensor:
         """``sum_j weights[i, j] copy_ij`` for every receiver i (zero weight where no copy)."""
