@@ -125,13 +125,37 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def _paired(results: str, pairs: list[str]) -> list[dict]:
+    """``--paired A:B ...``: the paired differences of a results folder (checked before any
+    analysis runs)."""
+    import json
+
+    from netsim.analysis.paired import paired_difference
+    summary = json.loads((Path(results) / "summary.json").read_text()) if pairs else {}
+    rows = []
+    for pair in pairs:
+        a, sep, b = pair.partition(":")
+        if not sep or not a or not b:
+            raise ConfigError("--paired", pair, "A:B, two algorithm labels of the run")
+        try:
+            rows.append(paired_difference(summary, a, b))
+        except KeyError as err:
+            raise ConfigError("--paired", pair, "A:B, two algorithm labels of the run",
+                              err.args[0]) from None
+    return rows
+
+
 def cmd_analyze(args) -> int:
     from netsim.analysis import analyze, export_graphml, format_table, write_analysis
 
     _results(args.results)
+    paired = _paired(args.results, args.paired)
     analysis = analyze(args.results, threshold=args.threshold, target=args.target,
                        relative_to_max=args.relative)
     print(format_table(analysis, width=None if args.wide else 100))
+    if paired:
+        from netsim.analysis.paired import format_paired
+        print(format_paired(paired))
     for path in write_analysis(args.results, analysis):
         print(path)
     graphs = export_graphml(args.results, threshold=args.threshold, relative_to_max=args.relative)
@@ -256,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "weight (--threshold 0.5 --relative: the cluster recovery of the run table)")
     a.add_argument("--target", type=float,
                    help="report the simulated time to this mean test accuracy (e.g. 0.8)")
+    a.add_argument("--paired", nargs="+", metavar="A:B", default=[],
+                   help="paired differences A - B of the mean test accuracy per seed, with "
+                   "their mean and 95%% interval (e.g. --paired diple:apfl dpfl:dpfl_random)")
     a.add_argument("--wide", action="store_true",
                    help="one table row per metric with every algorithm (default: blocks that "
                    "fit 100 columns)")

@@ -343,3 +343,23 @@ def test_analyze_relative_threshold_matches_the_run_summary(tmp_path, capsys):
     assert report["algorithms"]["oracle"]["mean"]["precision"] == 1.0
     assert main(["analyze", str(res.dir), "--threshold", "0.5", "--relative"]) == 0
     assert "threshold 0.5 x the largest off-diagonal weight" in capsys.readouterr().out
+
+
+def test_paired_differences_per_seed_with_a_student_t_interval():
+    from netsim.analysis.paired import format_paired, paired_difference
+    seed = lambda acc: {"mean_accuracy": acc}                                  # noqa: E731
+    summary = {"algorithms": {
+        "a": {"per_seed": {"0": seed(0.8), "1": seed(0.7), "2": seed(0.9),
+                           "3": {"diverged": {"seed": 3}}}},
+        "b": {"per_seed": {"0": seed(0.7), "1": seed(0.65), "2": seed(0.8), "3": seed(0.5)}}}}
+    r = paired_difference(summary, "a", "b")
+    assert r["seeds"] == [0, 1, 2] and r["left_out"] == 1
+    assert r["per_seed"] == pytest.approx([0.1, 0.05, 0.1])
+    half = 4.302653 * np.std([0.1, 0.05, 0.1], ddof=1) / np.sqrt(3)        # t(0.975, 2)
+    assert r["mean"] == pytest.approx(0.083333, abs=1e-6)
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx((0.083333 - half, 0.083333 + half),
+                                                        abs=1e-5)
+    assert "+0.0833 [+0.0116, +0.1550] over 3 seeds" in format_paired([r])
+    assert format_paired([r]).endswith("A better")
+    with pytest.raises(KeyError, match="'c' is not an algorithm"):
+        paired_difference(summary, "a", "c")
