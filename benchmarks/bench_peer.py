@@ -18,7 +18,7 @@ data. Every configuration runs once per repetition, interleaved, so that backgro
 them alike; seconds per round are medians over repetitions of the mean over rounds 2..R (netsim:
 timed by a run-loop callback between rounds, so recording and checkpoints are included; setup
 and the evaluations are not). PDBO's round is ``inner_steps`` SGP steps plus HGP: its ratio is
-also given per inner step. Peak memory (``ru_maxrss``) is measured by running each
+also given per inner step. Peak memory (``VmHWM``) is measured by running each
 configuration once more in its own process. Accuracy: mean test accuracy over clients at the end.
 """
 from __future__ import annotations
@@ -190,6 +190,18 @@ def measure(name: str, rounds: int, wl: Workload | None) -> tuple[float, float]:
     return run_netsim(name, rounds)
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory: ``VmHWM`` (reset by exec, unlike ``ru_maxrss``,
+    which a child started by fork + exec inherits from its parent), else ``ru_maxrss``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def peak_mb(name: str, rounds: int, threads: int) -> float:
     """``ru_maxrss`` of a fresh process running ``name`` once."""
     out = subprocess.run([sys.executable, __file__, "--child", name, "--rounds", str(rounds),
@@ -210,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.child:
         wl = Workload() if args.child in ("floor", "loop") else None
         measure(args.child, args.rounds, wl)
-        print(json.dumps({"peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+        print(json.dumps({"peak_mb": peak_rss_mb()}))
         return
     names = ["floor", "loop", *(args.only or NETSIM)]
     wl = Workload()
