@@ -32,6 +32,8 @@ from netsim.schema import Field
 class APFL(ServerAveraging):
     """APFL: personal model mixed with the FedAvg model, alpha fixed or adaptive (Deng et al.)."""
 
+    group = "federated"  # the run table's group
+
     fields = {
         **SERVER_FIELDS,
         "alpha": Field("float", 0.25, "mixing weight alpha of the personal model (the initial "

@@ -50,6 +50,10 @@ class Algorithm:
     override ``collaboration``.
     """
 
+    #: the run table's group (netsim.runner.TABLE_GROUPS): baselines, federated, clustered,
+    #: decentralised, learned graph, learned weights, or other
+    group: ClassVar[str] = "other"
+
     server: ClassVar[bool] = False
     fields: ClassVar[dict[str, Field]] = {}
 

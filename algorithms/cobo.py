@@ -51,6 +51,8 @@ SAMPLING = ("constant", "time", "mixed", "all")
 class CoBo(Algorithm):
     """CoBo: pairwise collaboration weights by gradient alignment at the midpoint + penalised SGD."""
 
+    group = "learned graph"  # the run table's group
+
     fields = {
         "rho": Field("float", 0.05, "penalty weight rho of eq. (2) (code README: 0.05)", lo=0),
         "gamma": Field("float", 0.01, "step size gamma of the W ascent, eq. (1) (code: 0.01)", lo=0),

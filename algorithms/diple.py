@@ -69,6 +69,8 @@ from netsim.sim.engine import ExchangeResult
 class DiPLe(GraphLearning, Algorithm):
     """DiPLe: bisection-learned directed graph + mixture-minimiser training (Alg. 1)."""
 
+    group = "learned graph"  # the run table's group
+
     fields = {
         "epsilon": Field("float", 0.05, "bisection threshold eps (eq. 3); a < eps/2 is set to 0",
                          lo=0, hi=0.5, lo_open=True),

@@ -28,6 +28,8 @@ from netsim.schema import Field
 class Ditto(ServerAveraging):
     """Ditto: personal models regularised towards a FedAvg global model (lambda)."""
 
+    group = "federated"  # the run table's group
+
     fields = {
         **SERVER_FIELDS,
         "weighting": Field("str", "uniform", "aggregation weights: uniform (Ditto's code) or "

@@ -49,6 +49,8 @@ from netsim.schema import Field
 class DPFL(BudgetedSteps, Algorithm):
     """DPFL: GGC/BGGC collaboration graph under a per-client budget B_c (peer to peer)."""
 
+    group = "learned graph"  # the run table's group
+
     fields = {
         "budget": Field("any", None, "B_c: " + BUDGET_ALLOWED + "; 0.2 = 0.2 N"),
         "budget_counts_self": Field("bool", False, "B_c counts the client itself, at most B_c - 1 "

@@ -31,6 +31,8 @@ from netsim.schema import Field
 class DPSGD(Gossip):
     """Decentralised parallel SGD with Metropolis weights."""
 
+    group = "decentralised"  # the run table's group
+
     fields = {
         **PUSH_SUM_FIELDS,
         "loss_recovery": Field("str", "none", "none: a missing message's weight goes to the "

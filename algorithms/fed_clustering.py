@@ -50,6 +50,8 @@ def threshold_clustering(cand: torch.Tensor, own: torch.Tensor, q_index: torch.T
 class FederatedClustering(Algorithm):
     """Federated Clustering: per-model threshold clustering of all clients' gradients (Werner et al.)."""
 
+    group = "clustered"  # the run table's group
+
     server = True
     fields = {
         "orientation": Field("str", "werner", "werner: model j aggregates grad f_i(x_j) over i; "

@@ -84,10 +84,14 @@ class ServerAveraging(Algorithm):
 class FedAvg(ServerAveraging):
     """FedAvg: one global model, data-size weighted averaging of the clients' local models."""
 
+    group = "federated"  # the run table's group
+
 
 @register("oracle")
 class Oracle(ServerAveraging):
     """Oracle: FedAvg inside each ground-truth cluster (block-diagonal collaboration)."""
+
+    group = "baselines"  # the run table's group
 
     def groups(self) -> np.ndarray:
         cluster = np.asarray(self.data.cluster)
@@ -105,6 +109,8 @@ class Oracle(ServerAveraging):
 class FedProx(ServerAveraging):
     """FedProx: local objective f_k(w) + mu/2 ||w - w^t||^2 (Li et al.), otherwise FedAvg."""
 
+    group = "federated"  # the run table's group
+
     fields = {**SERVER_FIELDS, "mu": Field("float", 0.1, "proximal weight mu", lo=0)}
 
     def prox(self) -> tuple[float, torch.Tensor]:
@@ -114,6 +120,8 @@ class FedProx(ServerAveraging):
 @register("fedavg_ft")
 class FedAvgFT(ServerAveraging):
     """FedAvg, then every client fine-tunes the global model locally for the last rounds."""
+
+    group = "federated"  # the run table's group
 
     fields = {**SERVER_FIELDS,
               "finetune_rounds": Field("int", None, "rounds of local fine-tuning at the end "

@@ -26,6 +26,8 @@ from netsim.schema import Field
 class IFCA(ServerAveraging):
     """IFCA: K cluster models; each client trains the one with the lowest loss on its data."""
 
+    group = "clustered"  # the run table's group
+
     fields = {
         **SERVER_FIELDS,
         "weighting": Field("str", "uniform", "aggregation weights: uniform (IFCA's code) or "

@@ -12,6 +12,8 @@ from algorithms.base import Algorithm
 class Local(Algorithm):
     """Local training only: E SGD steps per round on each client's own data."""
 
+    group = "baselines"  # the run table's group
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.bank = self.new_bank()

@@ -54,6 +54,8 @@ from netsim.schema import Field
 class PDBOMTL(InnerSGP, Algorithm):
     """PDBO-MTL: ensembles with personal weights, learners by SGP, weights by HGP (seed 004)."""
 
+    group = "learned weights"  # the run table's group
+
     fields = {**COMMON_FIELDS,
               "hypergradient": Field("str", "hgp", "hgp (Alg. 2), local (d_lambda F_bar only = "
                                      "PDBO-MTL (local)) or none (uniform weights: the SGP / Local "

@@ -60,6 +60,8 @@ def cosine_regulariser_grad(theta: Tensor, c: Tensor, lam: float) -> Tensor:
 class PFedGraph(ServerAveraging):
     """pFedGraph: cosine-similarity collaboration graph from a per-client QP (server-based)."""
 
+    group = "learned graph"  # the run table's group
+
     fields = {
         **SERVER_FIELDS,
         "alpha": Field("float", 0.8, "QP weight alpha of the data-size prior p", lo=0,

@@ -32,6 +32,8 @@ from topologies.generators import exponential_peer
 class SGP(Gossip):
     """Stochastic Gradient Push over the realised directed links."""
 
+    group = "decentralised"  # the run table's group
+
     fields = {
         "form": Field("str", "nedic", "nedic (own gradient added once) or assran (Alg. 1)",
                       choices=("nedic", "assran")),

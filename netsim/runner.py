@@ -168,15 +168,9 @@ def summarise(per_run: dict[str, dict[int, dict]], cfg: dict) -> dict:
     return {"algorithms": out, "netsim_version": __version__, "scenario": cfg["name"]}
 
 
-#: the printed table's groups, in order: registered algorithm name -> group (others: "other")
-TABLE_GROUPS: dict[str, tuple[str, ...]] = {
-    "baselines": ("local", "oracle"),
-    "federated": ("fedavg", "fedprox", "fedavg_ft", "fedprox_ft", "apfl", "ditto"),
-    "clustered": ("ifca", "fc"),
-    "decentralised": ("sgp", "dpsgd"),
-    "learned graph": ("cobo", "diple", "dpfl", "dpfl_random", "pfedgraph"),
-    "learned weights": ("pdbo_mtl", "pdbo_mtl_local"),
-}
+#: the printed table's groups, in order (each algorithm class names its own: ``group``)
+TABLE_GROUPS = ("baselines", "federated", "clustered", "decentralised", "learned graph",
+                "learned weights", "other")
 #: groups whose "clusters P/R" column shows the cluster recovery (:func:`learned`) of what they
 #: learn: the collaboration matrix, or (learned weights) the outer weights
 LEARNED_GROUPS = {"clustered": "collab", "learned graph": "collab", "learned weights": "outer",
@@ -184,8 +178,11 @@ LEARNED_GROUPS = {"clustered": "collab", "learned graph": "collab", "learned wei
 
 
 def table_group(name: str) -> str:
-    """The printed table's group of a registered algorithm name."""
-    return next((g for g, names in TABLE_GROUPS.items() if name in names), "other")
+    """The printed table's group of a registered algorithm name (``other`` if unknown)."""
+    from algorithms import ALGORITHMS
+
+    group = ALGORITHMS.get(name, "algorithms").obj.group if name in ALGORITHMS else "other"
+    return group if group in TABLE_GROUPS else "other"
 
 
 def _accuracy_cell(s: dict) -> str:
@@ -217,7 +214,7 @@ def print_table(summary: dict, stream=None, names: dict[str, str] | None = None)
     groups: dict[str, list[str]] = {}
     for label in summary["algorithms"]:
         groups.setdefault(table_group(names.get(label, label)), []).append(label)
-    for group in [*TABLE_GROUPS, "other"]:
+    for group in TABLE_GROUPS:
         if group not in groups:
             continue
         print(group, file=stream)
@@ -239,6 +236,11 @@ def print_table(summary: dict, stream=None, names: dict[str, str] | None = None)
             "half its largest off-diagonal weight; learned weights: of the pairs whose largest "
             "weight is on the same learner)")
     print(textwrap.fill(note, 100), file=stream)
+
+
+def _registered_names(cfg: dict) -> dict[str, str]:
+    """Each algorithm label of a resolved config -> its registered name (the table's groups)."""
+    return {a["label"]: a["name"] for a in cfg["algorithms"]}
 
 
 def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
@@ -275,7 +277,7 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
         res = Results(folder)
         if not quiet:
             print(f"{folder}: this run has finished; nothing to resume", file=sys.stderr)
-            print_table(res.summary)
+            print_table(res.summary, names=_registered_names(cfg))
             print(f"results: {folder}")
         return res
     device = resolve_device(cfg["device"])
@@ -381,6 +383,6 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
         writer.path(CHECKPOINT).unlink(missing_ok=True)
     writer.finish()
     if not quiet:
-        print_table(summary, names={a["label"]: a["name"] for a in cfg["algorithms"]})
+        print_table(summary, names=_registered_names(cfg))
         print(f"results: {writer.dir}")
     return Results(writer.dir)
