@@ -2,9 +2,11 @@
 
     python benchmarks/bench_threads.py [--busy 2] [--repeats 3] [--rounds 3]
 
-Each configuration runs in its own process (OpenMP reads its settings at start): torch's default
-(as many threads as cores, OpenMP's default wait policy), netsim's default (1 thread), and as
-many threads as cores with ``OMP_WAIT_POLICY=PASSIVE``. Workloads: the PDBO quickstart
+Each configuration runs in its own process (OpenMP reads its settings when torch is loaded):
+torch's default (as many threads as cores, libgomp's default spin of 300,000 iterations before a
+waiting thread sleeps), 1 thread, as many threads as cores with ``OMP_WAIT_POLICY=PASSIVE`` (no
+spin), and netsim's default (as many threads as cores, ``GOMP_SPINCOUNT=10000``: netsim.threads).
+Workloads: the PDBO quickstart
 (``netsim run --set 'algorithms=[pdbo_mtl]' --set train.momentum=0 --set schedule.rounds=R``,
 PDBO's HGP needs plain SGD; the run's wall time from
 summary.json, without interpreter start-up) and one training step of benchmarks/bench_step.py
@@ -25,14 +27,18 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-CONFIGS = {"torch default": ({}, CORES),
-           "1 thread (netsim)": ({}, 1),
-           f"{CORES} threads, passive": ({"OMP_WAIT_POLICY": "PASSIVE"}, CORES)}
+#: name: (environment, threads); each sets GOMP_SPINCOUNT, which ``import netsim`` would set
+#: (the step worker imports torch before netsim)
+CONFIGS = {"torch default": ({"GOMP_SPINCOUNT": "300000"}, CORES),
+           "1 thread": ({"GOMP_SPINCOUNT": "10000"}, 1),
+           f"{CORES} threads, passive": ({"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0"},
+                                         CORES),
+           f"{CORES} threads, spin 10k (netsim)": ({"GOMP_SPINCOUNT": "10000"}, CORES)}
 
 
 def _env(extra: dict) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                                           "OMP_WAIT_POLICY")}
+                                                           "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     return {**env, **extra}
 
 
@@ -50,8 +56,8 @@ def pdbo(extra: dict, threads: int, rounds: int) -> float:
 
 def steps(extra: dict, threads: int) -> dict[str, float]:
     """ms per training step of bench_step.py's MLP (N = 100) and LeNet-5 (N = 10)."""
-    out = subprocess.run([sys.executable, __file__, "--step-worker", str(threads)], env=_env(extra),
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, __file__, "--step-worker", str(threads)],
+                         env=_env(extra), check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -79,6 +85,7 @@ def main() -> None:
     ap.add_argument("--busy", type=int, default=0, help="busy-looping processes beside the runs")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3, help="PDBO quickstart rounds")
+    ap.add_argument("--only", nargs="+", choices=list(CONFIGS), help="configurations to run")
     ap.add_argument("--step-worker", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.step_worker:
@@ -88,6 +95,8 @@ def main() -> None:
         times: dict[str, dict[str, list[float]]] = {c: {} for c in CONFIGS}
         for _ in range(args.repeats):
             for name, (extra, threads) in CONFIGS.items():
+                if args.only and name not in args.only and name != "torch default":
+                    continue
                 row = {f"PDBO {args.rounds} rounds s": pdbo(extra, threads, args.rounds),
                        **steps(extra, threads)}
                 for key, value in row.items():
@@ -96,7 +105,7 @@ def main() -> None:
         for p in busy:
             p.kill()
             p.wait()
-    med = {c: {k: statistics.median(v) for k, v in t.items()} for c, t in times.items()}
+    med = {c: {k: statistics.median(v) for k, v in t.items()} for c, t in times.items() if t}
     base = med["torch default"]
     print(f"{CORES} cores, {args.busy} busy processes, {args.repeats} repeats (medians; "
           "ratio = time / torch default's)")

@@ -4,7 +4,8 @@
 ``run_sweep`` for a robustness study (``SweepResults``); ``register_algorithm`` and
 ``register_link_model`` add components from a script. Examples: docs/python_api.md.
 """
-from netsim._version import __version__
+import netsim.threads  # noqa: F401  (first: OpenMP's short spin, before torch is loaded)
+from netsim._version import __version__  # noqa: E402
 from netsim.api import (SweepResults, register_algorithm, register_link_model,  # noqa: E402
                         run_sweep)
 from netsim.config import Scenario  # noqa: E402

@@ -206,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def threads_arg(sp):
         sp.add_argument("--threads", type=int, help="torch CPU threads per run (default: the "
-                        "scenario's threads, else netsim's default, 1)")
+                        "scenario's threads, else one per core; on a CPU shared with busy "
+                        "processes --threads 1 can be much faster)")
 
     r = sub.add_parser("run", help="run a scenario (default: scenarios/quickstart.yaml)")
     scenario_args(r)

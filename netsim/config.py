@@ -23,7 +23,7 @@ TOP_FIELDS = {
     "seed": Field("int", 0, "the one seed every generator derives from", lo=0),
     "stream_seeds": Field("dict", {}, "per-stream seed overrides, e.g. {links: 7}"),
     "device": Field("str", "auto", "where tensors live", choices=("auto", "cpu", "cuda")),
-    "threads": Field("int", None, "torch CPU threads of the run (null: netsim's default, see "
+    "threads": Field("int", None, "torch CPU threads of the run (null: one per core, see "
                      "netsim.threads); --threads overrides it", lo=1, nullable=True),
     "clients": Field("int", doc="number of clients N", lo=1),
     "data": Field("dict", doc="dataset, partition and per-client splits"),

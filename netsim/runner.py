@@ -251,7 +251,8 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
 
     ``OUT/<name>/`` must be new, empty, or hold this same run (then it starts afresh); another
     run's folder is refused unless ``overwrite`` (netsim.results.claim_folder). ``threads``: torch
-    CPU threads (default: the scenario's ``threads``, else netsim.threads.DEFAULT_THREADS).
+    CPU threads (default: the scenario's ``threads``, else one per core: netsim.threads); the
+    number is recorded in summary.json.
     A memory estimate is checked before anything is allocated (netsim.memory).
 
     Progress (netsim.progress) and notes go to stderr, the summary table to stdout; ``quiet``
@@ -271,7 +272,7 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
         scenario = Scenario.load(scenario)
     cfg = scenario.resolve()
     seeds = [cfg["seed"]] if not seeds else Field("list", item="int", lo=0).check("seeds", seeds)
-    use_threads(cfg["threads"] if threads is None else threads)
+    n_threads = use_threads(cfg["threads"] if threads is None else threads)
     folder = Path(out or cfg["outputs"]["dir"]) / cfg["name"]
     if resume and finished_run(folder, cfg, seeds):      # every (algorithm, seed) run is done
         res = Results(folder)
@@ -369,7 +370,7 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
         if progress is not None:
             progress.close()
     summary = {**summarise(per_run, cfg), "seeds": seeds, "backend": model.backend,
-               "device": str(device)}
+               "device": str(device), "threads": n_threads}
     writer.write_summary(summary)
     if cfg["outputs"]["figures"]:
         from netsim.plot import write_run_figures

@@ -1,23 +1,46 @@
-"""torch's CPU threads for a run: ``--threads``, the scenario's ``threads:`` or netsim's default.
+"""torch's CPU threads for a run: ``--threads``, the scenario's ``threads:`` or netsim's default,
+one thread per core whose idle OpenMP threads spin only briefly before they sleep.
 
-netsim's batched steps are small, so extra intra-op threads gain little on a quiet machine and
-lose a lot on a shared one, where a thread that waits for a busy core stalls every step. The
-default was chosen from the measurement in benchmarks/README.md ("Threads").
+torch's own default (one thread per core; libgomp lets a waiting thread spin for 300,000
+iterations) is fastest on a quiet machine, but when other processes hold the cores every
+parallel region waits for a thread that is not running, and a run was 6-30x slower. With a short
+spin (``GOMP_SPINCOUNT=10000``, which ``import netsim`` puts in the environment before torch is
+loaded, unless it is set already) the same threads were as fast as torch's default on a quiet
+machine and 5-30x faster with two busy processes beside them (benchmarks/README.md, "Threads").
+
+The count is fixed for a run and recorded in summary.json: it does not follow the machine's
+load, because for CNNs it changes results in their last bits (MLP scenarios are bit-identical for
+1 and 2 threads, a CNN on stand-in CIFAR-100 was not). Results are bit-identical for the same
+thread count; give ``threads:`` in a scenario to reproduce it on a machine with other cores.
+The short spin needs netsim imported before torch (a script that imports torch first can set
+``GOMP_SPINCOUNT=10000`` in its environment).
 """
 from __future__ import annotations
 
+import os
+
 from netsim.errors import ConfigError
 
-#: torch intra-op threads when neither --threads nor the scenario's threads: is given
-DEFAULT_THREADS = 1
+#: libgomp's spin before a waiting thread sleeps (iterations), set unless the user set one
+SPIN_COUNT = "10000"
+os.environ.setdefault("GOMP_SPINCOUNT", SPIN_COUNT)
+
+#: threads when neither --threads nor the scenario's threads: is given; None: :func:`cores`
+#: (the test suite sets 1)
+DEFAULT_THREADS: int | None = None
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def use_threads(threads: int | None = None) -> int:
     """Set torch's intra-op (and, where torch still allows it, inter-op) threads of this process
-    to ``threads`` (None: :data:`DEFAULT_THREADS`); return the number set."""
+    to ``threads`` (None: :data:`DEFAULT_THREADS`, else :func:`cores`); return the number set."""
     import torch
 
-    n = DEFAULT_THREADS if threads is None else threads
+    n = threads if threads is not None else DEFAULT_THREADS or cores()
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError("threads", n, "an int >= 1 or null")
     torch.set_num_threads(n)

@@ -1,6 +1,6 @@
-"""Test-suite settings: one torch thread per process (as netsim's default), set before torch is
-imported, so that the suite stays fast when other processes share the CPU (benchmarks/README.md,
-"Threads"); this folder on ``sys.path`` under any ``--import-mode``, for the scenarios and helpers
+"""Test-suite settings: one torch thread per process, set before torch is imported and as
+netsim's default (netsim.threads.DEFAULT_THREADS), so that the suite stays fast and its timings
+stable when other processes share the CPU (benchmarks/README.md, "Threads"); this folder on ``sys.path`` under any ``--import-mode``, for the scenarios and helpers
 several test files share (helpers.py: ``from helpers import TINY, tiny, build, play, ...``)."""
 import os
 import sys
@@ -13,3 +13,7 @@ if str(Path(__file__).parent) not in sys.path:
 import torch  # noqa: E402
 
 torch.set_num_threads(1)
+
+import netsim.threads  # noqa: E402
+
+netsim.threads.DEFAULT_THREADS = 1

@@ -1,28 +1,55 @@
-"""Torch threads of a run: --threads, the scenario's threads: and netsim's default."""
+"""Torch threads of a run: --threads, the scenario's threads: and netsim's default, one per core
+with a short OpenMP spin (netsim.threads)."""
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
 
+import netsim.threads as nt
 from netsim import Scenario, run
 from netsim.errors import ConfigError
-from netsim.threads import DEFAULT_THREADS, use_threads
 
 from helpers import TINY
 
 SMALL = dict(TINY, algorithms=["local"], schedule={"rounds": 1, "eval_every": 1})
 
 
-def test_run_sets_threads_from_argument_scenario_or_default(tmp_path):
+def test_default_is_one_thread_per_core(tmp_path, monkeypatch):
+    monkeypatch.setattr(nt, "DEFAULT_THREADS", None)          # the suite fixes 1 (conftest.py)
+    monkeypatch.setattr(nt, "cores", lambda: 3)
     try:
-        run(Scenario(SMALL), out=tmp_path / "a", quiet=True, threads=2)
-        assert torch.get_num_threads() == 2
-        run(Scenario(dict(SMALL, threads=3)), out=tmp_path / "b", quiet=True)
+        run(Scenario(SMALL), out=tmp_path / "a", quiet=True)
         assert torch.get_num_threads() == 3
-        run(Scenario(SMALL), out=tmp_path / "c", quiet=True)
-        assert torch.get_num_threads() == DEFAULT_THREADS == 1
+        assert json.loads((tmp_path / "a/tiny/summary.json").read_text())["threads"] == 3
     finally:
         torch.set_num_threads(1)
+
+
+def test_import_netsim_sets_a_short_openmp_spin_before_torch_loads():
+    code = ("import os, sys, netsim; m = list(sys.modules); "       # modules in import order
+            "assert m.index('netsim.threads') < m.index('torch'); "
+            "print(os.environ['GOMP_SPINCOUNT'])")
+    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == nt.SPIN_COUNT == "10000", out.stderr
+
+
+def test_results_do_not_depend_on_the_thread_count(tmp_path):
+    """MLP runs give the same bytes with 1 and 2 threads (CNNs need not: netsim.threads)."""
+    scen = dict(TINY, model={"name": "mlp", "hidden": [256]}, algorithms=["fedavg", "sgp", "cobo"],
+                schedule={"rounds": 2, "eval_every": 1})
+    try:
+        for n in (1, 2):
+            run(Scenario(scen), out=tmp_path / str(n), quiet=True, threads=n)
+    finally:
+        torch.set_num_threads(1)
+    for name in ("metrics.csv", "network.csv"):
+        assert (tmp_path / "1/tiny" / name).read_bytes() == (tmp_path / "2/tiny" / name).read_bytes()
 
 
 @pytest.mark.parametrize("bad", [0, -2, 1.5, "two", True])
@@ -30,4 +57,4 @@ def test_bad_threads_are_refused(bad):
     with pytest.raises(ConfigError, match="^threads: "):
         Scenario(dict(SMALL, threads=bad)).resolve()
     with pytest.raises(ConfigError, match="^threads: "):
-        use_threads(bad)
+        nt.use_threads(bad)
