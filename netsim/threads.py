@@ -25,8 +25,8 @@ from netsim.errors import ConfigError
 SPIN_COUNT = "10000"
 os.environ.setdefault("GOMP_SPINCOUNT", SPIN_COUNT)
 
-#: threads when neither --threads nor the scenario's threads: is given; None: :func:`cores`
-#: (the test suite sets 1)
+#: threads when neither --threads nor the scenario's threads: is given; None: the environment's
+#: ``OMP_NUM_THREADS`` if set, else :func:`cores` (the test suite sets 1)
 DEFAULT_THREADS: int | None = None
 
 
@@ -35,12 +35,18 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def default_threads() -> int:
+    """:data:`DEFAULT_THREADS`, else ``OMP_NUM_THREADS`` (a positive int), else :func:`cores`."""
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    return DEFAULT_THREADS or (int(env) if env.isdigit() and int(env) > 0 else cores())
+
+
 def use_threads(threads: int | None = None) -> int:
     """Set torch's intra-op (and, where torch still allows it, inter-op) threads of this process
-    to ``threads`` (None: :data:`DEFAULT_THREADS`, else :func:`cores`); return the number set."""
+    to ``threads`` (None: :func:`default_threads`); return the number set."""
     import torch
 
-    n = threads if threads is not None else DEFAULT_THREADS or cores()
+    n = threads if threads is not None else default_threads()
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError("threads", n, "an int >= 1 or null")
     torch.set_num_threads(n)

@@ -19,9 +19,13 @@ from helpers import TINY
 SMALL = dict(TINY, algorithms=["local"], schedule={"rounds": 1, "eval_every": 1})
 
 
-def test_default_is_one_thread_per_core(tmp_path, monkeypatch):
+def test_default_is_one_thread_per_core_unless_omp_num_threads_says(tmp_path, monkeypatch):
     monkeypatch.setattr(nt, "DEFAULT_THREADS", None)          # the suite fixes 1 (conftest.py)
     monkeypatch.setattr(nt, "cores", lambda: 3)
+    for env, want in (("4", 4), ("", 3), ("0", 3), ("x", 3)):
+        monkeypatch.setenv("OMP_NUM_THREADS", env)
+        assert nt.default_threads() == want
+    monkeypatch.delenv("OMP_NUM_THREADS")
     try:
         run(Scenario(SMALL), out=tmp_path / "a", quiet=True)
         assert torch.get_num_threads() == 3
