@@ -1,0 +1,286 @@
+"""Regenerate every table and figure of docs/papers/reproduction.md from results folders.
+
+    python figures/reproduce.py [--results DIR] [--run] [--only dpfl|diple|pdbo|cobo] [--doc MD]
+
+Each paper's runs (:data:`PAPERS`) live in ``DIR/<scenario name>/`` (default ``results/``). With
+``--run`` the missing ones are run first through ``netsim.run`` with ``resume=True``: a finished
+folder is kept as it is, an interrupted one goes on from its checkpoint. Without ``--run`` only
+existing folders are read, and each missing one is named on stderr (exit status 1).
+
+The doc's generated parts sit between ``<!-- reproduce:KEY -->`` and ``<!-- /reproduce:KEY -->``
+and are rewritten in place (the prose around them is hand-written): per folder the accuracy
+table (mean and bottom decile, 95% Student-t interval over seeds, per seed values), the paired
+differences of the comparisons the paper claims (netsim.analysis.paired), DiPLe's learned graph
+and the figures, written as PNG into ``reproduction/`` next to the doc.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from netsim import Results, Scenario, run
+from netsim.analysis.folder import has_arrays, runs
+from netsim.analysis.paired import paired_difference
+from netsim.analysis.per_run import analyze_run
+from netsim.analysis.series import accuracy_curves, graph_series
+from netsim.analysis.stats import mean_ci
+from netsim.plot import legend_names, plot_accuracy, plot_series
+from netsim.results import INCOMPLETE
+from netsim.runner import LEARNED_GROUPS, table_group
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "papers" / "reproduction.md"
+#: the doc's runs used one torch thread (a thread count can change the last digits)
+THREADS = 1
+
+
+@dataclass(frozen=True)
+class Study:
+    """One results folder: a scenario of scenarios/ run for ``seeds``, with dotted overrides."""
+    scenario: str
+    seeds: tuple[int, ...]
+    overrides: tuple[tuple[str, object], ...] = ()
+
+    def load(self) -> Scenario:
+        return Scenario.load(ROOT / "scenarios" / f"{self.scenario}.yaml").with_overrides(
+            dict(self.overrides))
+
+    @property
+    def name(self) -> str:
+        return self.load().name
+
+
+@dataclass(frozen=True)
+class Block:
+    """One generated part of the doc (between its markers): ``parts`` of :data:`PARTS` drawn
+    from the study's folder; ``pairs`` the paired comparisons (A, B) of its table."""
+    key: str
+    study: Study
+    parts: tuple[str, ...] = ("accuracy", "paired", "figure")
+    pairs: tuple[tuple[str, str], ...] = ()
+
+
+def _pairs(text: str) -> tuple[tuple[str, str], ...]:
+    """``"a:b c:d"`` (as ``netsim analyze --paired``) as ((a, b), (c, d))."""
+    return tuple((a, b) for a, b in (p.split(":") for p in text.split()))
+
+
+DPFL = Study("dpfl_100", (0, 1, 2, 3, 4))
+DIPLE = Study("diple_100_mnist1d", (0, 1, 2, 3, 4))
+PDBO = Study("pdbo_100_mnist1d", (0, 1, 2))
+PDBO_LR = Study("pdbo_100_mnist1d", (0, 1, 2),
+                (("train.lr", 0.1), ("name", "pdbo_100_mnist1d_lr0.1")))
+COBO = Study("cobo_cross_device_mnist1d", (0,))
+PAPERS: dict[str, tuple[Block, ...]] = {
+    "dpfl": (Block("dpfl", DPFL, pairs=_pairs(
+        "dpfl_inf:random_inf dpfl_20:random_20 dpfl_10:random_10 dpfl_5:random_5 "
+        "dpfl_inf:local dpfl_20:local dpfl_10:local dpfl_5:local dpfl_inf:fedavg_ft "
+        "dpfl_inf:pfedgraph fedavg_ft:local local:fedavg")),),
+    "pdbo": (Block("pdbo", PDBO, pairs=_pairs(
+        "pdbo_mtl:pdbo_mtl_local pdbo_mtl:sgp sgp:local pdbo_mtl:local pdbo_mtl_local:sgp")),
+             Block("pdbo_lr0.1", PDBO_LR, ("accuracy", "paired"),
+                   _pairs("pdbo_mtl:pdbo_mtl_local pdbo_mtl:sgp sgp:local"))),
+    "diple": (Block("diple", DIPLE, pairs=_pairs(
+        "diple:apfl diple:local diple:fedavg apfl:local")),
+              Block("diple_graph", DIPLE, ("graph",))),
+    "cobo": (Block("cobo", COBO, ("accuracy", "figure", "recovery_figure")),),
+}
+
+
+def pm(mean: float, low: float, high: float, digits: int = 4, scale: float = 1.0,
+       sign: str = "") -> str:
+    """``mean ± half-width`` of an interval, times ``scale`` (``sign="+"``: signed mean)."""
+    return f"{scale * mean:{sign}.{digits}f} ± {scale * (high - low) / 2:.{digits}f}"
+
+
+def row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def header(cells: list[str]) -> list[str]:
+    """A table's header row and its separator."""
+    return [row(cells), "|" + "---|" * len(cells)]
+
+
+def learned_labels(res: Results) -> list[str]:
+    """Labels whose collaboration matrix learns clusters (the run table's clusters P/R)."""
+    names = {a["label"]: a["name"] for a in res.config["algorithms"]}
+    return [label for label in names
+            if LEARNED_GROUPS.get(table_group(names[label])) == "collab"]
+
+
+def accuracy_table(block: Block, res: Results, figures: Path) -> str:
+    """Mean and bottom-decile test accuracy per algorithm: over several seeds mean ± 95%
+    interval and the per-seed values; over one seed the values and the cluster recovery."""
+    algs = res.summary["algorithms"]
+    seeds = max(len(s["seeds"]) for s in algs.values())
+    if seeds == 1:
+        learned = learned_labels(res)
+        lines = header(["algorithm", "mean", "bottom 10%", "clusters P/R"])
+        for label, s in algs.items():
+            pr = (f"{s['collab_precision']:.2f} / {s['collab_recall']:.2f}"
+                  if label in learned and s.get("collab_precision") is not None else "–")
+            lines.append(row([label, f"{s['mean_accuracy']:.4f}",
+                              f"{s['bottom10_accuracy']:.4f}", pr]))
+        return "\n".join(lines)
+    lines = header(["algorithm", "mean acc (±95% CI)", "bottom 10% (±95% CI)",
+                    "per seed mean/bottom10"])
+    for label, s in algs.items():
+        per = [s["per_seed"][k] for k in sorted(s["per_seed"], key=int)]
+        means, bottoms = ([p[key] for p in per] for key in ("mean_accuracy", "bottom10_accuracy"))
+        lines.append(row([label, pm(*mean_ci(means)), pm(*mean_ci(bottoms)),
+                          ", ".join(f"{m:.4f}/{b:.4f}" for m, b in zip(means, bottoms))]))
+    return "\n".join(lines)
+
+
+def points(d: dict) -> str:
+    """A paired difference's mean ± 95% half-width in accuracy points."""
+    return pm(d["mean"], d["ci_low"], d["ci_high"], 2, 100, "+") + " pts"
+
+
+def verdict(d: dict) -> str:
+    return ("yes (CI > 0)" if d["ci_low"] > 0 else "no (CI < 0)" if d["ci_high"] < 0
+            else "not significant")
+
+
+def paired_table(block: Block, res: Results, figures: Path) -> str:
+    """Per comparison A − B: the per-seed differences in points, their mean ± 95% interval for
+    the mean and the bottom-decile accuracy, and whether A beats B (interval above 0)."""
+    lines = header(["comparison", "paired diff mean acc (±95% CI)", "per seed (pts)",
+                    "paired diff bottom10 (±95% CI)", "beats?"])
+    for a, b in block.pairs:
+        mean, bottom = (paired_difference(res.summary, a, b, key)
+                        for key in ("mean_accuracy", "bottom10_accuracy"))
+        lines.append(row([f"{a} − {b}", points(mean),
+                          ", ".join(f"{100 * v:+.2f}" for v in mean["per_seed"]),
+                          points(bottom), verdict(mean)]))
+    return "\n".join(lines)
+
+
+#: the learned graph's metrics (analyze_run keys) in the DiPLe table, with their format
+GRAPH_METRICS = {"density": ("density", 4), "in-neighbours per client": ("in_degree_mean", 2),
+                 "asymmetry (%)": ("asymmetry", 1), "reciprocity": ("reciprocity", 3),
+                 "realised link graph asymmetry (%)": ("link_asymmetry", 1)}
+
+
+def graph_table(block: Block, res: Results, figures: Path) -> str:
+    """The learned collaboration graph (edges: weights above 0) of every learned-graph label,
+    mean ± 95% interval over seeds and per seed (netsim.analysis.per_run.analyze_run)."""
+    lines = header(["algorithm", "metric", "mean (±95% CI)", "per seed"])
+    for label in learned_labels(res):
+        per = [analyze_run(res, alg, seed) for alg, seed in runs(res) if alg == label]
+        for name, (key, digits) in GRAPH_METRICS.items():
+            vals = [p[key] for p in per]
+            lines.append(row([label, name, pm(*mean_ci(vals), digits),
+                              ", ".join(f"{v:.{digits}f}" for v in vals)]))
+    return "\n".join(lines)
+
+
+def image(path: Path, figures: Path, caption: str) -> str:
+    """Markdown image link to ``path`` relative to the doc (the parent of ``figures``)."""
+    return f"![{caption}]({os.path.relpath(path, figures.parent)})"
+
+
+def accuracy_figure(block: Block, res: Results, figures: Path) -> str:
+    """Mean test accuracy vs rounds, 95% band over seeds, every algorithm."""
+    path, = plot_accuracy(accuracy_curves(res), figures / f"{block.key}_accuracy.png",
+                          names=legend_names(res))
+    return image(path, figures, f"{block.key}: mean test accuracy vs rounds")
+
+
+def recovery_figure(block: Block, res: Results, figures: Path) -> str:
+    """Cluster precision and recall over rounds of each learned collaboration matrix (weights
+    above half its largest off-diagonal weight, as the table's clusters P/R)."""
+    series = {label: [graph_series(res, alg, seed, 0.5, relative_to_max=True)
+                      for alg, seed in runs(res)
+                      if alg == label and has_arrays(res, "collab", alg, seed)]
+              for label in learned_labels(res)}
+    path, = plot_series({k: v for k, v in series.items() if v}, ["precision", "recall"],
+                        figures / f"{block.key}_recovery.png")
+    return image(path, figures, f"{block.key}: cluster recovery over rounds")
+
+
+PARTS: dict[str, Callable[[Block, Results, Path], str]] = {
+    "accuracy": accuracy_table, "paired": paired_table, "graph": graph_table,
+    "figure": accuracy_figure, "recovery_figure": recovery_figure}
+
+
+def folder(study: Study, results: Path) -> Path:
+    return results / study.name
+
+
+def missing(study: Study, results: Path) -> str | None:
+    """Why the study's folder cannot be read (None when it can)."""
+    path = folder(study, results)
+    if not (path / "summary.json").is_file():
+        return "missing"
+    if (path / INCOMPLETE).exists():
+        return "unfinished"
+    return None
+
+
+def command(study: Study, results: Path) -> str:
+    """The netsim command line that writes the study's folder."""
+    sets = "".join(f" --set {k}={v}" for k, v in study.overrides)
+    return (f"netsim run scenarios/{study.scenario}.yaml --seeds "
+            f"{' '.join(map(str, study.seeds))}{sets} --out {results}")
+
+
+def render(block: Block, res: Results, figures: Path) -> str:
+    """The generated text of a block: its parts separated by blank lines."""
+    return "\n\n".join(PARTS[p](block, res, figures) for p in block.parts)
+
+
+def replace_block(doc: str, key: str, text: str) -> str:
+    """``doc`` with the text between the markers of ``key`` replaced by ``text``."""
+    start, end = f"<!-- reproduce:{key} -->", f"<!-- /reproduce:{key} -->"
+    pattern = re.compile(re.escape(start) + r"\n.*?" + re.escape(end), re.S)
+    if not pattern.search(doc):
+        raise SystemExit(f"no '{start}' ... '{end}' block in the doc")
+    return pattern.sub(lambda _: f"{start}\n{text}\n{end}", doc)
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    p.add_argument("--results", type=Path, default=Path("results"),
+                   help="folder of the results folders (default: results)")
+    p.add_argument("--run", action="store_true",
+                   help="run (or resume) the scenarios whose folders are missing or unfinished")
+    p.add_argument("--only", choices=list(PAPERS), help="one paper")
+    p.add_argument("--doc", type=Path, default=DOC,
+                   help="the markdown file to rewrite (default: docs/papers/reproduction.md); "
+                   "figures go into reproduction/ next to it")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse(argv)
+    blocks = [b for paper, bs in PAPERS.items() if a.only in (None, paper) for b in bs]
+    if a.run:
+        for study in dict.fromkeys(b.study for b in blocks):
+            run(study.load(), seeds=list(study.seeds), out=a.results, resume=True,
+                threads=THREADS)
+    doc, figures, lacking = a.doc.read_text(), a.doc.parent / "reproduction", False
+    for block in blocks:
+        why = missing(block.study, a.results)
+        if why:
+            print(f"{why}: {folder(block.study, a.results)} (block '{block.key}'; write it with "
+                  f"--run or: {command(block.study, a.results)})", file=sys.stderr)
+            lacking = True
+            continue
+        res = Results(folder(block.study, a.results))
+        if res.summary["seeds"] != list(block.study.seeds):
+            print(f"note: {res.dir} has seeds {res.summary['seeds']}, the doc's runs "
+                  f"{list(block.study.seeds)}", file=sys.stderr)
+        doc = replace_block(doc, block.key, render(block, res, figures))
+    a.doc.write_text(doc)
+    return 1 if lacking else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
