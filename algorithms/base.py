@@ -20,6 +20,7 @@ from netsim.data import ClientData
 from netsim.models import BatchedModel
 from netsim.rng import Streams
 from netsim.params import make_params
+from netsim.results import LinksLog
 from netsim.runtime import ClientBank
 from netsim.runtime.sgd import Train
 from netsim.runtime.pushsum import GraphCheck, check_graph
@@ -72,7 +73,7 @@ class Algorithm:
         compute = ctx.cfg["network"]["compute"]
         self.step_time = (compute.get("step_time") or
                           step_time_from_flops(ctx.model.flops_per_sample, self.train.batch_size))
-        self.links_log: list[np.ndarray] = []
+        self.links_log = LinksLog(self.n)
 
     # ------------------------------------------------------------------ construction
     def new_bank(self) -> ClientBank:
@@ -119,7 +120,7 @@ class Algorithm:
 
     def log_links(self, delivered: np.ndarray) -> None:
         """Record the realised client-to-client communication graph of this round."""
-        self.links_log.append(np.asarray(delivered, bool))
+        self.links_log.append(delivered)
 
     def push_sum_graph(self) -> GraphCheck:
         """The graph of links that can ever deliver, checked for push-sum; warns (once per

@@ -3,9 +3,12 @@
 ``OUT/<scenario>/`` holds ``config.yaml``, ``metrics.csv``, ``summary.json``, ``clients.csv``,
 ``network.csv``, ``collab/<alg>_seed<k>.npz``, ``links/<alg>_seed<k>.npz``, ``trace/`` (optional)
 and ``figures/``. Every file is written to a temporary name and renamed, so a killed run leaves
-the last complete version of each file; files get the user's umask permissions, and every path is
-checked to stay inside the folder. A folder holds exactly one run (:func:`claim_folder`); its
-``INCOMPLETE`` marker is removed only when the run finishes.
+the last complete version of each file, except the row tables metrics.csv and network.csv: they
+are created that way with their header and first rows, then appended to (whole lines, flushed),
+so a kill leaves at most a partial last line, and a resumed run rewrites them from its
+checkpoint. Files get the user's umask permissions, and every path is checked to stay inside
+the folder. A folder holds exactly one run (:func:`claim_folder`); its ``INCOMPLETE`` marker is
+removed only when the run finishes.
 """
 from __future__ import annotations
 
@@ -32,6 +35,9 @@ CLIENT_COLUMNS = ("seed", "client", "cluster", "n_train", "n_val", "n_test", "gr
 INCOMPLETE = "INCOMPLETE"
 #: keys of a resolved config that do not change a run's results
 NOT_IDENTITY = ("outputs", "threads")
+#: most clients whose ``links/`` arrays are written dense (``delivered`` [R, N, N]); above, as
+#: edge lists (:meth:`LinksLog.arrays`)
+LINKS_DENSE_MAX = 256
 
 
 def _umask() -> int:
@@ -137,12 +143,16 @@ def claim_folder(folder: Path, config: dict, seeds: list[int], overwrite: bool) 
     make_folder(folder, "--out")
 
 
-def _csv_text(columns: Iterable[str], rows: Iterable[Iterable[Any]]) -> str:
+def _csv_lines(rows: Iterable[Iterable[Any]]) -> str:
+    """``rows`` as CSV lines, each ending in a newline."""
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(columns)
-    w.writerows(rows)
+    csv.writer(buf, lineterminator="\n").writerows(rows)
     return buf.getvalue()
+
+
+def _csv_text(columns: Iterable[str], rows: Iterable[Iterable[Any]]) -> str:
+    """A whole CSV file: the header ``columns``, then ``rows``."""
+    return _csv_lines([columns]) + _csv_lines(rows)
 
 
 def _fmt(v: Any) -> Any:
@@ -153,8 +163,69 @@ def _fmt(v: Any) -> Any:
     return v
 
 
+class LinksLog:
+    """The realised communication graph of every round (``delivered`` [N, N], receiver-major),
+    kept compact: a round where under 1/32 of the pairs delivered as its edges (flat indices
+    ``i * N + j``), any other as the packed bits of its matrix. ``log[r]`` is round r's matrix."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.stored: list[np.ndarray] = []               # per round: edges or bits
+        self._index = np.int32 if n * n < 2 ** 31 else np.int64
+
+    def __len__(self) -> int:
+        return len(self.stored)
+
+    def append(self, delivered: np.ndarray) -> None:
+        """Record the next round's ``delivered`` [N, N] (bool)."""
+        d = np.asarray(delivered, bool)
+        edges = np.flatnonzero(d)
+        self.stored.append(edges.astype(self._index) if 32 * edges.size < d.size
+                           else np.packbits(d))
+
+    def __getitem__(self, r: int) -> np.ndarray:
+        stored = self.stored[r]
+        if stored.dtype == np.uint8:                             # packed bits
+            return np.unpackbits(stored, count=self.n * self.n).reshape(self.n, self.n) > 0
+        d = np.zeros(self.n * self.n, bool)
+        d[stored] = True
+        return d.reshape(self.n, self.n)
+
+    def _edges(self, r: int) -> np.ndarray:
+        stored = self.stored[r]
+        return np.flatnonzero(self[r]) if stored.dtype == np.uint8 else stored
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The ``links/`` arrays: ``delivered`` [R, N, N] and ``rounds`` [R] up to
+        :data:`LINKS_DENSE_MAX` clients; above, edge lists: ``rounds`` [R], ``n``, ``offsets``
+        [R + 1] and ``receiver``, ``sender`` [M] (round r's edges are
+        ``offsets[r]:offsets[r + 1]``)."""
+        rounds = np.arange(len(self))
+        if self.n <= LINKS_DENSE_MAX:
+            return {"delivered": np.stack([self[r] for r in rounds]), "rounds": rounds}
+        edges = [self._edges(r) for r in rounds]
+        flat = np.concatenate(edges).astype(np.int64)
+        return {"rounds": rounds, "n": np.int64(self.n),
+                "offsets": np.concatenate([[0], np.cumsum([e.size for e in edges])]),
+                "receiver": (flat // self.n).astype(np.int32),
+                "sender": (flat % self.n).astype(np.int32)}
+
+
+def links_delivered(arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """``delivered`` [R, N, N] of ``links/`` arrays, dense or as edge lists
+    (:meth:`LinksLog.arrays`)."""
+    if "delivered" in arrays:
+        return arrays["delivered"]
+    n, offsets = int(arrays["n"]), arrays["offsets"]
+    d = np.zeros((len(arrays["rounds"]), n, n), bool)
+    d[np.repeat(np.arange(len(offsets) - 1), np.diff(offsets)), arrays["receiver"],
+      arrays["sender"]] = True
+    return d
+
+
 class ResultsWriter:
-    """Accumulates a run's results and rewrites each file atomically as it grows."""
+    """Accumulates a run's results and writes each file as it grows: atomically, or for the row
+    tables (metrics.csv, network.csv) by appending whole lines."""
 
     def __init__(self, root: str | Path, config: dict, seeds: list[int] | None = None,
                  overwrite: bool = False, resume: bool = False):
@@ -172,6 +243,23 @@ class ResultsWriter:
         self.clients: dict[int, list[tuple]] = {}       # clients.csv's rows, per seed
         self.write(INCOMPLETE, yaml.safe_dump({"seeds": list(seeds)}))
         self.write("config.yaml", yaml.safe_dump(config, sort_keys=False))
+        if self.resumed:
+            self._restore_tables()
+
+    def _tables(self) -> tuple[tuple[str, tuple[str, ...], list[tuple]], ...]:
+        """(file name, columns, rows so far) of each row table."""
+        return (("metrics.csv", METRIC_COLUMNS, self.metrics),
+                ("network.csv", NETWORK_COLUMNS, self.network))
+
+    def _restore_tables(self) -> None:
+        """Rewrite the row tables from the checkpoint's rows (atomically): the killed run may
+        have appended rows after its checkpoint, or half a line; a table without rows yet is
+        removed (it is created with its first rows)."""
+        for name, columns, rows in self._tables():
+            if rows:
+                self.write(name, _csv_text(columns, rows))
+            else:
+                self.path(name).unlink(missing_ok=True)
 
     def path(self, *parts: str) -> Path:
         """``DIR/parts...``, refused (ValueError) unless it resolves inside the results folder."""
@@ -200,15 +288,25 @@ class ResultsWriter:
         rows = [r for block in self.clients.values() for r in block]
         self.write("clients.csv", _csv_text(CLIENT_COLUMNS, rows))
 
+    def _add_rows(self, name: str, columns: tuple[str, ...], rows: list[tuple],
+                  new: Iterable[tuple]) -> None:
+        """Format ``new`` rows, add them to ``rows`` and to the table ``name``: the file is
+        created atomically (header and rows) at its first rows, then appended to."""
+        new = [tuple(_fmt(v) for v in r) for r in new]
+        if rows:
+            with self.path(name).open("a") as fh:          # whole lines; closing flushes
+                fh.write(_csv_lines(new))
+        else:
+            self.write(name, _csv_text(columns, new))
+        rows.extend(new)
+
     def add_metrics(self, rows: Iterable[tuple]) -> None:
-        """Append evaluation rows (METRIC_COLUMNS order) and rewrite metrics.csv."""
-        self.metrics.extend(tuple(_fmt(v) for v in r) for r in rows)
-        self.write("metrics.csv", _csv_text(METRIC_COLUMNS, self.metrics))
+        """Append evaluation rows (METRIC_COLUMNS order) to metrics.csv."""
+        self._add_rows("metrics.csv", METRIC_COLUMNS, self.metrics, rows)
 
     def add_network(self, rows: Iterable[tuple]) -> None:
-        """Append per-round network rows (NETWORK_COLUMNS order) and rewrite network.csv."""
-        self.network.extend(tuple(_fmt(v) for v in r) for r in rows)
-        self.write("network.csv", _csv_text(NETWORK_COLUMNS, self.network))
+        """Append per-round network rows (NETWORK_COLUMNS order) to network.csv."""
+        self._add_rows("network.csv", NETWORK_COLUMNS, self.network, rows)
 
     def write_arrays(self, kind: str, algorithm: str, seed: int, **arrays: np.ndarray) -> Path:
         """Write ``<kind>/<algorithm>_seed<seed>.npz`` (kind: collab or links)."""
@@ -274,6 +372,10 @@ class Results:
         return self.table("clients")
 
     def arrays(self, kind: str, algorithm: str, seed: int) -> dict[str, np.ndarray]:
-        """Arrays of ``collab`` or ``links`` for one algorithm and seed."""
+        """Arrays of ``collab`` or ``links`` for one algorithm and seed; ``links`` stored as edge
+        lists (above :data:`LINKS_DENSE_MAX` clients) get their dense ``delivered`` too."""
         with np.load(self.dir / kind / f"{algorithm}_seed{seed}.npz") as z:
-            return {k: z[k] for k in z.files}
+            arrays = {k: z[k] for k in z.files}
+        if kind == "links":
+            arrays["delivered"] = links_delivered(arrays)
+        return arrays

@@ -81,9 +81,7 @@ class Recorder(Callback):
             self.writer.write_arrays("collab", self.label, self.seed, W=np.stack(self.collab),
                                      rounds=np.asarray(self.collab_rounds))
         if alg.links_log:
-            self.writer.write_arrays("links", self.label, self.seed,
-                                     delivered=np.stack(alg.links_log),
-                                     rounds=np.arange(len(alg.links_log)))
+            self.writer.write_arrays("links", self.label, self.seed, **alg.links_log.arrays())
         self.extras = alg.extra_arrays()
         for kind, arrays in self.extras.items():
             self.writer.write_arrays(kind, self.label, self.seed, **arrays)

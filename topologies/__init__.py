@@ -6,10 +6,14 @@ undirected graphs carry both directions) and is registered in :data:`TOPOLOGIES`
 """
 from __future__ import annotations
 
-import networkx as nx
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from netsim.registry import Registry
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 TOPOLOGIES = Registry("topology")
 
