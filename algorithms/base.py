@@ -57,6 +57,10 @@ class Algorithm:
 
     server: ClassVar[bool] = False
     fields: ClassVar[dict[str, Field]] = {}
+    #: bytes per ordered pair of clients that the algorithm's dense ``[N, N]`` arrays take at the
+    #: peak of a round (netsim.memory): at least the float64 collaboration matrix an evaluation
+    #: reads
+    pair_bytes: ClassVar[int] = 8
 
     def __init__(self, ctx: Context):
         self.ctx = ctx

@@ -73,7 +73,7 @@ class DPSGD(Gossip):
         self.last_mixing = d
         before = self.bank.flat - delta
         mix = torch.as_tensor(d, dtype=before.dtype, device=self.device)
-        self.bank.flat.copy_(mix_rows(mix, before) + delta)
+        self.bank.flat.copy_(mix_rows(mix, before).add_(delta))
 
     def push_sum_round(self, ex, delta: torch.Tensor) -> None:
         """``z <- W z + held shares + delta``, ``w <- W w + held``; a node that sent nothing
@@ -82,8 +82,8 @@ class DPSGD(Gossip):
         split = np.where(sent[None, :], self.weights, np.eye(self.n))
         self.z, self.w = self.push_sum.step([self.z, self.w], split, ex.requested, ex.delivered)
         self.last_mixing = self.push_sum.last_mixing
-        self.z = self.z + delta * self.push_sum.step_scale(self.w, delta.dtype)
-        self.bank.flat.copy_(self.push_sum.debias(self.z, self.w, self.bank.flat.dtype))
+        self.push_sum.add_step(self.z, delta, self.w)
+        self.push_sum.debias_into(self.bank.flat, self.z, self.w)
 
     def health(self) -> dict[str, torch.Tensor]:
         extra = {} if self.push_sum is None else {"push-sum weight": self.w}

@@ -35,6 +35,7 @@ class ServerAveraging(Algorithm):
         super().__init__(ctx)
         self.bank = self.new_bank()
         self.group = self.groups()
+        self.group_of = torch.as_tensor(self.group, device=self.device)
         k = int(self.group.max()) + 1
         self.onehot = torch.zeros(k, self.n, device=self.device)
         self.onehot[torch.as_tensor(self.group), torch.arange(self.n)] = 1.0
@@ -57,7 +58,7 @@ class ServerAveraging(Algorithm):
         sampled[self.rng.choice(self.n, self.m, replace=False)] = True
         comp, received = self.broadcast(sampled, self.bank.size_bytes)
         idx = self.index(received, self.device)
-        self.bank.flat[idx] = self.server_models[torch.as_tensor(self.group)[idx.cpu()].to(self.device)]
+        self.bank.set_rows(idx, self.server_models.index_select(0, self.group_of[idx]))
         self.bank.reset_momentum(idx)
         self.local_sgd(self.bank, self.train.local_steps,
                        clients=self.index(comp.finished, self.device), prox=self.prox())
@@ -72,7 +73,7 @@ class ServerAveraging(Algorithm):
         self.server_models[has] = (a[has] / total[has]) @ self.bank.flat
 
     def personal_models(self) -> torch.Tensor:
-        return self.server_models[torch.as_tensor(self.group, device=self.device)]
+        return self.server_models.index_select(0, self.group_of)
 
     def collaboration(self) -> np.ndarray:
         a = (self.onehot * self.weight[None, :]).cpu().numpy()

@@ -18,6 +18,10 @@ from netsim.sim.engine import ExchangeResult
 class Gossip(Algorithm):
     """Base class: ``mixing(result)`` turns an exchange into the receiver-major matrix D."""
 
+    #: the mixing matrix kept for the results, the next one and push-sum's split (float64) and
+    #: the round's boolean masks: 30 bytes per pair measured for SGP at N = 4,000 (tracemalloc)
+    pair_bytes = 32
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.bank = self.new_bank()
@@ -34,13 +38,14 @@ class Gossip(Algorithm):
         return float(self.bank.size_bytes)
 
     def step(self, t: int) -> tuple[ExchangeResult, torch.Tensor]:
-        """Compute and exchange phases of round t; returns the exchange and each displacement."""
+        """Compute and exchange phases of round t; returns the exchange and each displacement
+        (written over the pre-step copy: one ``[N, d]`` temporary, not two)."""
         t0 = self.net.now
         comp = self.compute_phase(active=self.net.alive())
         done = comp.finished
         before = self.bank.flat.clone()
         self.local_sgd(self.bank, self.train.local_steps, clients=self.index(done, self.device))
-        delta = self.bank.flat - before
+        delta = torch.sub(self.bank.flat, before, out=before)
         ex = self.exchange(self.requests(t) & done[None, :], self.payload_bytes(),
                            ready=np.full(self.n, t0))
         self.log_links(ex.delivered)

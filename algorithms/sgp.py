@@ -66,9 +66,8 @@ class SGP(Gossip):
                                   ex.delivered)
         self.last_mixing = self.push_sum.last_mixing
         self.w = w
-        self.z = z + delta * self.push_sum.step_scale(w, delta.dtype) \
-            if self.hp.form == "nedic" else z
-        self.bank.flat.copy_(self.push_sum.debias(self.z, self.w, self.bank.flat.dtype))
+        self.z = self.push_sum.add_step(z, delta, w) if self.hp.form == "nedic" else z
+        self.push_sum.debias_into(self.bank.flat, self.z, self.w)
 
     def health(self) -> dict[str, torch.Tensor]:
         return {**super().health(), "push-sum weight": self.w}

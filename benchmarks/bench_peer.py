@@ -1,7 +1,7 @@
 """netsim against a hand-written batched floor and a per-client loop on one workload, in one run.
 
     python benchmarks/bench_peer.py [--rounds 50] [--repeats 3] [--threads 1] [--no-memory]
-                                    [--only fedavg sgp ...]
+                                    [--no-checkpoints] [--only fedavg sgp ...]
 
 Workload (issue 18): scikit-learn's digits, 100 clients holding 2 classes each (pathological
 partition), MLP 64-128-10, 1 local SGD step of batch 32 per round, evaluation only at the end.
@@ -14,12 +14,15 @@ partition), MLP 64-128-10, 1 local SGD step of batch 32 per round, evaluation on
   on random directed Bernoulli(0.5) links of the complete graph with latency and 1% loss.
 
 The floor, the loop and netsim's FedAvg start from the same initial weights on the same client
-data. Every configuration runs once per repetition, interleaved, so that background load hits
-them alike; seconds per round are medians over repetitions of the mean over rounds 2..R (netsim:
-timed by a run-loop callback between rounds, so recording and checkpoints are included; setup
-and the evaluations are not). PDBO's round is ``inner_steps`` SGP steps plus HGP: its ratio is
-also given per inner step. Peak memory (``VmHWM``) is measured by running each
-configuration once more in its own process. Accuracy: mean test accuracy over clients at the end.
+data. Every configuration runs once per repetition, interleaved, so that background load hits them
+alike; seconds per round are medians over repetitions of the mean over rounds 2..R (netsim: timed
+by a run-loop callback between rounds, so recording and checkpoints are included; setup and the
+evaluations are not). A run writes a checkpoint every ``rounds // 4`` rounds (netsim's default), so
+a short run pays for one every few rounds: ``--no-checkpoints`` sets ``outputs.checkpoint_every``
+to the run's length (none mid-run) to show their share. PDBO's round is ``inner_steps`` SGP steps
+plus HGP: its ratio is also given per inner step. Peak memory (``VmHWM``) is measured by running
+each configuration once more in its own process. Accuracy: mean test accuracy over clients at the
+end.
 """
 from __future__ import annotations
 
@@ -70,10 +73,12 @@ NETSIM = {
 }
 
 
-def scenario(name: str, rounds: int) -> dict:
-    """The workload with the network and algorithm of ``name``."""
+def scenario(name: str, rounds: int, checkpoints: bool = True) -> dict:
+    """The workload with the network and algorithm of ``name``; without ``checkpoints``, none
+    is written mid-run."""
     alg, network = NETSIM[name]
-    return {**BASE, "network": network, "algorithms": [alg],
+    outputs = {**BASE["outputs"], "checkpoint_every": None if checkpoints else rounds}
+    return {**BASE, "network": network, "algorithms": [alg], "outputs": outputs,
             "schedule": {"rounds": rounds, "eval_every": rounds}}
 
 
@@ -92,10 +97,10 @@ def per_round(ends: list[float]) -> float:
     return (ends[-1] - ends[0]) / (len(ends) - 1)
 
 
-def run_netsim(name: str, rounds: int) -> tuple[float, float]:
+def run_netsim(name: str, rounds: int, checkpoints: bool) -> tuple[float, float]:
     clock = RoundClock()
     with tempfile.TemporaryDirectory() as out:
-        res = run(Scenario(scenario(name, rounds)), out=out, quiet=True,
+        res = run(Scenario(scenario(name, rounds, checkpoints)), out=out, quiet=True,
                   threads=torch.get_num_threads(), callbacks=[clock])
         acc = res.summary["algorithms"][NETSIM[name][0] if isinstance(NETSIM[name][0], str)
                                         else NETSIM[name][0]["name"]]["mean_accuracy"]
@@ -182,12 +187,13 @@ def run_loop(wl: Workload, rounds: int) -> tuple[float, float]:
     return per_round(ends), wl.accuracy(*stacked)
 
 
-def measure(name: str, rounds: int, wl: Workload | None) -> tuple[float, float]:
+def measure(name: str, rounds: int, wl: Workload | None,
+            checkpoints: bool = True) -> tuple[float, float]:
     if name == "floor":
         return run_floor(wl, rounds)
     if name == "loop":
         return run_loop(wl, rounds)
-    return run_netsim(name, rounds)
+    return run_netsim(name, rounds, checkpoints)
 
 
 def peak_rss_mb() -> float:
@@ -202,10 +208,12 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def peak_mb(name: str, rounds: int, threads: int) -> float:
+def peak_mb(name: str, rounds: int, threads: int, checkpoints: bool) -> float:
     """``ru_maxrss`` of a fresh process running ``name`` once."""
+    flags = [] if checkpoints else ["--no-checkpoints"]
     out = subprocess.run([sys.executable, __file__, "--child", name, "--rounds", str(rounds),
-                          "--threads", str(threads)], check=True, capture_output=True, text=True)
+                          "--threads", str(threads), *flags],
+                         check=True, capture_output=True, text=True)
     return json.loads(out.stdout.splitlines()[-1])["peak_mb"]
 
 
@@ -216,12 +224,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--only", nargs="+", default=None, help="netsim algorithms (default: all)")
     ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--no-checkpoints", action="store_true",
+                    help="no checkpoint mid-run (default: netsim's, every rounds // 4)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     use_threads(args.threads)
     if args.child:
         wl = Workload() if args.child in ("floor", "loop") else None
-        measure(args.child, args.rounds, wl)
+        measure(args.child, args.rounds, wl, not args.no_checkpoints)
         print(json.dumps({"peak_mb": peak_rss_mb()}))
         return
     names = ["floor", "loop", *(args.only or NETSIM)]
@@ -230,14 +240,15 @@ def main(argv: list[str] | None = None) -> None:
     acc: dict[str, float] = {}
     for _ in range(args.repeats):
         for name in names:
-            sec, acc[name] = measure(name, args.rounds, wl)
+            sec, acc[name] = measure(name, args.rounds, wl, not args.no_checkpoints)
             times[name].append(sec)
     med = {n: statistics.median(t) for n, t in times.items()}
-    mem = {n: (float("nan") if args.no_memory else peak_mb(n, args.rounds, args.threads))
-           for n in names}
+    mem = {n: (float("nan") if args.no_memory else
+               peak_mb(n, args.rounds, args.threads, not args.no_checkpoints)) for n in names}
     load = os.getloadavg()[0]
     print(f"# {CLIENTS} clients, {args.rounds} rounds, {args.repeats} repetitions, "
-          f"{args.threads} thread(s), load average {load:.2f}, torch {torch.__version__}")
+          f"{args.threads} thread(s), load average {load:.2f}, torch {torch.__version__}"
+          f"{', no checkpoints' if args.no_checkpoints else ''}")
     print(f"{'':<10}{'s/round':>10}{'x floor':>9}{'x loop':>8}{'peak MB':>9}{'accuracy':>10}")
     for n in names:
         extra = ""

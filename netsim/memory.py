@@ -3,17 +3,22 @@
 The estimate counts what grows with the scenario (``netsim validate`` and ``netsim run`` check it
 before anything is allocated, and ``run`` again, with the model, once the data is loaded):
 
-- the engine's and the recorder's ``N x N`` arrays: about :data:`ENGINE_BYTES_PER_PAIR` bytes per
-  ordered pair (link probabilities, latencies, newest-copy rounds, one exchange's arrival times,
-  losses and deliveries), plus the realised links (1 byte per pair and round) and the
-  collaboration matrices (4 bytes per pair and evaluation) the run keeps for its results;
+- the engine's arrays over the E edges of the base graph (links, latencies, losses, newest-copy
+  rounds, one exchange's messages: about :data:`ENGINE_BYTES_PER_EDGE` bytes per edge; E from the
+  topology's parameters, :data:`EDGES`) and the links log the run keeps (the delivered edges of
+  every round, 4 bytes each, or 1 bit per pair when that is smaller);
+- the algorithms' dense ``N x N`` arrays at the peak of a round (each algorithm's
+  ``pair_bytes`` per pair of clients; the algorithms run one after the other) or, at the end of
+  the run, the stacked copy of the collaboration matrices, whichever is larger;
+- the collaboration matrices kept for the results (float32, one per evaluation);
 - the client banks: ``N x d`` float32 parameters, their gradients and momentum
   (:data:`BANK_COPIES` copies; algorithms that keep more models need more);
 - the data: the dataset's samples x features x 4 bytes (``validate``, for datasets that need no
   files; ``run`` checks once the data is loaded, so it is already out of the free memory).
 
-It is a lower bound of the need, so a refusal is certain to be right. Free memory: MemAvailable
-of ``/proc/meminfo`` (Linux; elsewhere the CPU check is skipped) or ``torch.cuda.mem_get_info``.
+It is a lower bound of the need, so a refusal is certain to be right (the Python process with
+torch imported, about 0.3 GB, comes on top). Free memory: MemAvailable of ``/proc/meminfo``
+(Linux; elsewhere the CPU check is skipped) or ``torch.cuda.mem_get_info``.
 """
 from __future__ import annotations
 
@@ -23,7 +28,9 @@ from pathlib import Path
 from netsim.errors import ConfigError
 from netsim.rng import Streams
 
-ENGINE_BYTES_PER_PAIR = 64
+#: measured at the peak of building the engine and playing rounds on sparse random graphs of
+#: 2,000-8,000 nodes (tests/test_scale.py's workload, tracemalloc): 260 bytes per edge
+ENGINE_BYTES_PER_EDGE = 200
 BANK_COPIES = 3
 
 
@@ -36,12 +43,43 @@ def human(nbytes: float) -> str:
     raise AssertionError
 
 
+#: Directed edges of the base graphs on n nodes (expected for the random ones) by topology; the
+#: others count 2n, a lower bound (a ring), so that nothing is built to estimate.
+EDGES = {
+    "complete": lambda n, spec: n * (n - 1),
+    "ring": lambda n, spec: n if spec.get("directed") else 2 * n,
+    "star": lambda n, spec: 2 * (n - 1),
+    "erdos_renyi": lambda n, spec: spec["p"] * n * (n - 1),
+    "k_out": lambda n, spec: spec["k"] * n,
+    "small_world": lambda n, spec: spec["k"] * n,
+    "scale_free": lambda n, spec: 2 * spec["m"] * (n - spec["m"]),
+}
+
+
+def edge_count(cfg: dict) -> int:
+    """Directed edges of the scenario's base graph (a server's star included), from
+    :data:`EDGES`."""
+    n, spec = cfg["clients"], cfg["network"]["topology"]
+    count = EDGES.get(spec["name"], lambda n, spec: 2 * n)(n, spec)
+    return int(max(count, 2 * n))
+
+
+def pair_bytes(cfg: dict) -> int:
+    """The largest ``pair_bytes`` of the scenario's algorithms (netsim.memory's doc)."""
+    from algorithms import ALGORITHMS
+
+    return max(ALGORITHMS.get(a["name"], "algorithms").obj.pair_bytes for a in cfg["algorithms"])
+
+
 def estimate(cfg: dict, n_params: int | None = None, data_bytes: int = 0) -> dict[str, int]:
     """Bytes per part of a resolved config's run; banks only when ``n_params`` is known."""
     n, sched = cfg["clients"], cfg["schedule"]
-    pairs = (n + 1) ** 2                                     # server algorithms add node N
+    pairs, edges = n * n, edge_count(cfg)
     evals = sched["rounds"] // sched["eval_every"] + 2
-    parts = {"engine N x N arrays": pairs * (ENGINE_BYTES_PER_PAIR + sched["rounds"] + 4 * evals)}
+    parts = {"engine and links log (edge lists)":
+             edges * ENGINE_BYTES_PER_EDGE + sched["rounds"] * min(4 * edges, pairs // 8),
+             "algorithms' N x N arrays": pairs * max(pair_bytes(cfg), 4 * evals),
+             "collaboration matrices": pairs * 4 * evals}
     if n_params is not None:
         parts["client banks"] = BANK_COPIES * 4 * n * n_params
     if data_bytes:

@@ -103,20 +103,21 @@ def test_sweep_seeds_and_set(files, capsys):
 def test_memory_estimate_refuses_what_cannot_fit(files, tmp_path, capsys, monkeypatch):
     scen, _ = files
     err = fails(capsys, ["validate", str(scen), "--set", "clients=10000000"], "clients: got 10000000",
-                "engine N x N arrays")
+                "algorithms' N x N arrays")
     assert "TB" in err
     fails(capsys, ["run", str(scen), "--set", "clients=10000000", "--out", str(tmp_path / "o")],
           "clients: got 10000000")
     assert not (tmp_path / "o").exists()
     cfg = Scenario(SMALL).resolve()
     parts = memory.estimate(cfg, n_params=1000, data_bytes=5)
-    assert parts == {"engine N x N arrays": 81 * (64 + 2 + 4 * 3),
-                     "client banks": 3 * 4 * 8 * 1000, "client data": 5}
+    edges = 16                                          # the undirected ring of 8 clients
+    small = {"engine and links log (edge lists)": edges * 200 + 2 * 64 // 8,
+             "algorithms' N x N arrays": 64 * 4 * 3, "collaboration matrices": 64 * 4 * 3}
+    assert parts == {**small, "client banks": 3 * 4 * 8 * 1000, "client data": 5}
     monkeypatch.setattr(memory, "available", lambda device: (100_000, "free here"))
-    with pytest.raises(ConfigError, match=r"fits in the 100.0 kB free here .*at least 102.3 kB"):
+    with pytest.raises(ConfigError, match=r"fits in the 100.0 kB free here .*at least 100.8 kB"):
         memory.check(cfg, "cpu", n_params=1000, data_bytes=5)
-    assert memory.check(cfg, "cpu", n_params=100) == {"engine N x N arrays": 6318,
-                                                       "client banks": 9600}
+    assert memory.check(cfg, "cpu", n_params=100) == {**small, "client banks": 9600}
 
 
 def test_too_small_standin_names_the_samples_it_needs(tmp_path):

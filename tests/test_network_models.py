@@ -8,8 +8,14 @@ from netsim.errors import ConfigError
 from netsim.network import (make_compute, make_failures, make_latency, make_links, make_loss,
                             validate_compute, validate_failures, validate_latency,
                             validate_links, validate_loss)
+from netsim.network.edges import Edges
 
 COMPLETE10 = ~np.eye(10, dtype=bool)
+EDGES10 = Edges.from_matrix(COMPLETE10)
+
+
+def complete(n: int) -> Edges:
+    return Edges.from_matrix(~np.eye(n, dtype=bool))
 
 
 def rng(seed: int = 0) -> np.random.Generator:
@@ -20,8 +26,9 @@ def links(spec, adjacency=COMPLETE10, seed=0):
     return make_links(validate_links(spec, "network.links", len(adjacency)), adjacency, rng(seed))
 
 
-def latency(spec, n=5, seed=0):
-    return make_latency(validate_latency(spec, "network.latency", n), n, rng(seed))
+def latency(spec, n=5, seed=0, edges=None):
+    edges = complete(n) if edges is None else edges
+    return make_latency(validate_latency(spec, "network.latency", n), edges, rng(seed))
 
 
 def compute(spec, n=10, seed=0):
@@ -39,14 +46,15 @@ def test_missing_sections_mean_defaults():
     assert validate_failures(None, "f", 4) == {"scripted": [], "churn": None, "crash": None}
     assert validate_loss(None, "p", 4) == {"p": 0.0}
     lat = latency(None)
-    assert np.allclose(lat.base[~np.eye(5, dtype=bool)], 0.01) and (np.diag(lat.base) == 0).all()
+    assert lat.base.shape == (20,) and np.allclose(lat.base, 0.01)
     assert np.isinf(lat.uplink).all() and np.isinf(lat.downlink).all()
-    assert np.allclose(lat.propagation(np.array([0, 1]), np.array([1, 2])), 0.01)
+    assert np.allclose(lat.propagation(np.array([0, 7])), 0.01)
     comp = compute(None)
     assert (comp.speed == 1).all() and not comp.stragglers.any()
     assert np.allclose(comp.durations(3, 0.5, 0.0), 1.5)
     f = failures(None)
-    assert f.alive(1e6).all() and f.edges_up(5.0).all() and f.events_between(0, 1e9) == []
+    src, dst = np.nonzero(COMPLETE10)
+    assert f.alive(1e6).all() and f.edges_up(5.0, src, dst).all() and f.events_between(0, 1e9) == []
 
 
 # --------------------------------------------------------------------------- links
@@ -119,22 +127,21 @@ def test_link_validation_errors():
 def test_jitter_means(jitter):
     model = latency({"base": 0.02, "jitter": jitter})
     m = 200_000
-    src, dst = rng(1).integers(0, 5, m), rng(2).integers(0, 5, m)
-    src, dst = src[src != dst], dst[src != dst]
-    delay = model.propagation(src, dst)
+    delay = model.propagation(rng(1).integers(0, 20, m))           # edge ids of the 5 nodes
     target = 0.02 + jitter.get("scale", 0.0)
     assert (delay >= 0.02 - 1e-12).all()
     assert abs(delay.mean() - target) < 0.01 * target
-    assert np.allclose(model.mean_propagation()[~np.eye(5, dtype=bool)], target)
+    assert np.allclose(model.mean_propagation(), target)
 
 
 def test_latency_asymmetric_base_and_bandwidth():
     model = latency({"base": [0.01, 0.05], "bandwidth": 1e7, "uplink": 2e6}, n=6)
-    off = ~np.eye(6, dtype=bool)
-    assert (model.base[off] >= 0.01).all() and (model.base[off] <= 0.05).all()
-    assert (model.base != model.base.T)[off].all() and (np.diag(model.base) == 0).all()
+    edges = complete(6)
+    assert (model.base >= 0.01).all() and (model.base <= 0.05).all()
+    assert (model.base != model.base[edges.find(edges.src, edges.dst)]).all()   # asymmetric
     assert (model.uplink == 2e6).all() and (model.downlink == 1e7).all()
-    spread = latency({"bandwidth": 1e6, "bandwidth_spread": 0.5}, n=2000)
+    ring = Edges(2000, np.arange(2000), (np.arange(2000) + 1) % 2000)
+    spread = latency({"bandwidth": 1e6, "bandwidth_spread": 0.5}, n=2000, edges=ring)
     assert abs(spread.uplink.mean() / 1e6 - 1) < 0.05 and spread.uplink.std() > 0
     assert (spread.uplink == spread.downlink).all()
 
@@ -153,13 +160,10 @@ def test_latency_validation_errors():
 def test_loss_frequency_and_ranges():
     model = make_loss(validate_loss({"p": 0.1}, "network.loss", 10), COMPLETE10, rng())
     m = 100_000
-    src = rng(1).integers(0, 10, m)
-    dst = (src + rng(2).integers(1, 10, m)) % 10
-    assert abs(model.lost(src, dst).mean() - 0.1) < 4 * np.sqrt(0.09 / m)
-    ranged = make_loss(validate_loss({"p": [0.2, 0.3]}, "network.loss", 10), COMPLETE10, rng())
+    assert abs(model.lost(rng(1).integers(0, 90, m)).mean() - 0.1) < 4 * np.sqrt(0.09 / m)
+    ranged = make_loss(validate_loss({"p": [0.2, 0.3]}, "network.loss", 10), EDGES10, rng())
     p = ranged.probability()
-    assert (p[COMPLETE10] >= 0.2).all() and (p[COMPLETE10] <= 0.3).all()
-    assert (p[~COMPLETE10] == 0).all()
+    assert p.shape == (90,) and (p >= 0.2).all() and (p <= 0.3).all()
     with pytest.raises(ConfigError, match="network.loss.p"):
         validate_loss({"p": 1.5}, "network.loss", 10)
 
@@ -226,12 +230,13 @@ def test_scripted_node_edge_partition():
     assert f.alive(0.5).all() and f.alive(1.0).sum() == 8 and f.alive(3.0).all()
     assert f.alive_during(0.0, np.full(10, 0.99)).all()
     assert f.alive_during(0.0, np.full(10, 1.0)).sum() == 8
-    cut = f.edges_up(2.0)
+    src, dst = np.nonzero(np.ones((10, 10), bool))           # every ordered pair, [src, dst]
+    cut = f.edges_up(2.0, src, dst).reshape(10, 10)
     assert not cut[0, 4] and cut[4, 0] and cut.sum() == 99
-    part = f.edges_up(5.5)
+    part = f.edges_up(5.5, src, dst).reshape(10, 10)
     labels = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 2])  # unlisted nodes form a third group
     assert (part == (labels[:, None] == labels[None, :])).all()
-    assert f.edges_up(6.0).all() and f.edges_up(4.9).all()
+    assert f.edges_up(6.0, src, dst).all() and f.edges_up(4.9, src, dst).all()
     kinds = [e[1] for e in f.events_between(0.0, 10.0)]
     assert kinds == ["crash", "crash", "edge_down", "recover", "recover", "edge_up",
                      "partition", "heal"]
@@ -278,13 +283,13 @@ def test_same_seed_same_draws():
         ge = links({"name": "gilbert_elliott", "mean_up": 1.0, "mean_down": 1.0}, seed=seed)
         lat = latency({"base": [0.01, 0.05], "jitter": {"name": "exponential", "scale": 0.01}},
                       seed=seed)
-        loss = make_loss({"p": [0.1, 0.5]}, COMPLETE10, rng(seed))
+        loss = make_loss({"p": [0.1, 0.5]}, EDGES10, rng(seed))
         comp = compute({"speed": {"name": "lognormal"},
                         "stragglers": {"share": 0.5, "jitter": "pareto"}}, seed=seed)
         fail = failures({"churn": {"crash_rate": 1.0, "recover_rate": 1.0}}, seed=seed)
         idx = np.arange(4)
-        return [ber.up(0.0), ge.up(3.0), lat.propagation(idx, idx + 1), lat.base,
-                loss.lost(idx, idx + 1), loss.probability(), comp.durations(1, 1.0, 0.0),
+        return [ber.up(0.0), ge.up(3.0), lat.propagation(idx), lat.base,
+                loss.lost(idx), loss.probability(), comp.durations(1, 1.0, 0.0),
                 fail.alive(5.0), np.array(fail.events_between(0.0, 5.0), dtype=object)]
     first, again, other = run(7), run(7), run(8)
     assert all(np.array_equal(a, b) for a, b in zip(first, again))

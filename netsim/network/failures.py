@@ -194,15 +194,16 @@ class FailureModel:
         """bool[n]: node up at time t."""
         return self.alive_during(t, np.full(self.n, float(t)))
 
-    def edges_up(self, t: float) -> np.ndarray:
-        """bool[n, n]: False for directed edges cut at t by a scripted edge outage or partition."""
-        up = np.ones((self.n, self.n), bool)
+    def edges_up(self, t: float, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """bool[m]: False for the directed edges ``src[k] -> dst[k]`` cut at t by a scripted edge
+        outage or partition."""
+        up = np.ones(np.shape(src), bool)
         for edges, a, b in self.edge_items:
             if a <= t < b:
-                up[edges[:, 0], edges[:, 1]] = False
+                up &= ~np.isin(src * self.n + dst, edges[:, 0] * self.n + edges[:, 1])
         for _, labels, a, b in self.partitions:
             if a <= t < b:
-                up &= labels[:, None] == labels[None, :]
+                up &= labels[src] == labels[dst]
         return up
 
     def events_between(self, t0: float, t1: float) -> list[tuple[float, str, int, int]]:

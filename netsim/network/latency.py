@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from netsim.network.draws import UniformAt
+from netsim.network.edges import Edges
 from netsim.registry import Registry
 from netsim.schema import Field, check_section
 
@@ -116,18 +118,19 @@ def validate_latency(spec: Any, path: str, n: int) -> dict:
 
 
 class LatencyModel:
-    """Asymmetric base delays drawn once, jitter per message, per-node up/down bandwidths."""
+    """Asymmetric base delays drawn once per edge of the base graph (a range: the values a
+    uniform ``[src, dst]`` matrix draw has on the edges), jitter per message, per-node up/down
+    bandwidths."""
 
-    def __init__(self, spec: dict, n: int, rng: np.random.Generator):
-        self.rng, self.n = rng, n
+    def __init__(self, spec: dict, edges: Edges, rng: np.random.Generator):
+        self.rng, self.n = rng, edges.n
         base = spec["base"]
-        self.base = rng.uniform(base[0], base[1], (n, n)) if isinstance(base, list) \
-            else np.full((n, n), float(base))
-        np.fill_diagonal(self.base, 0.0)
+        self.base = UniformAt(self.n ** 2, edges.positions()).uniform(rng, base[0], base[1]) \
+            if isinstance(base, list) else np.full(len(edges), float(base))
         jitter = {k: v for k, v in spec["jitter"].items() if k != "name"}
         self.jitter_mean = jitter.get("scale", 0.0)
         self._jitter = JITTER.get(spec["jitter"]["name"], "network.latency.jitter").obj(**jitter)
-        factor = np.exp(rng.normal(0.0, 1.0, n) * spec["bandwidth_spread"]
+        factor = np.exp(rng.normal(0.0, 1.0, self.n) * spec["bandwidth_spread"]
                         - spec["bandwidth_spread"]**2 / 2)
         self.uplink = self._rate(spec["uplink"], spec["bandwidth"], factor)
         self.downlink = self._rate(spec["downlink"], spec["bandwidth"], factor)
@@ -138,16 +141,16 @@ class LatencyModel:
         rate = value if value is not None else bandwidth
         return factor * (np.inf if rate is None else rate)
 
-    def propagation(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        """float[m]: base[src, dst] plus one jitter draw per message."""
-        src, dst = np.asarray(src, int), np.asarray(dst, int)
-        return self.base[src, dst] + self._jitter(self.rng, src.size).reshape(src.shape)
+    def propagation(self, edge: np.ndarray) -> np.ndarray:
+        """float[m]: base delay of each message's edge (edge ids) plus one jitter draw each."""
+        edge = np.asarray(edge, int)
+        return self.base[edge] + self._jitter(self.rng, edge.size).reshape(edge.shape)
 
     def mean_propagation(self) -> np.ndarray:
-        """float[n, n]: expected propagation delay base + mean jitter (0 on the diagonal)."""
-        return np.where(np.eye(self.n, dtype=bool), 0.0, self.base + self.jitter_mean)
+        """float[E]: expected propagation delay of each edge, base + mean jitter."""
+        return self.base + self.jitter_mean
 
 
-def make_latency(spec: dict, n: int, rng: np.random.Generator) -> LatencyModel:
-    """Build the latency model of a validated ``network.latency`` spec."""
-    return LatencyModel(spec, n, rng)
+def make_latency(spec: dict, edges: Edges, rng: np.random.Generator) -> LatencyModel:
+    """Build the latency model of a validated ``network.latency`` spec over the base graph."""
+    return LatencyModel(spec, edges, rng)

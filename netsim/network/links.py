@@ -6,13 +6,23 @@ probability p_ij, p_ij optionally drawn once from U[lo, hi] as in PDBO), ``gilbe
 from a CSV file, netsim.network.trace_links). A model is a :class:`LinkModel` subclass registered
 with ``@LINKS.register(name, fields)``, constructed as ``cls(adjacency, rng, **params)``; an
 optional static ``check(params, path, n)`` validates what needs the number of clients.
+
+The engine passes the base graph as an edge list (:class:`~netsim.network.edges.Edges`) and reads
+``up_edges(t)`` and ``availability_edges()``, arrays over its E edges (issue 18: O(E), not N^2).
+The built-in models work on the edges; a model may instead implement the dense pair ``up(t)`` and
+``availability()`` over a sender-major ``adjacency[src, dst]`` (as models written in scripts do):
+each pair is defined from the other. Random draws reproduce those of the former dense models
+(one number per ordered pair and step) exactly, without drawing them all (netsim.network.draws).
 """
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from netsim.network.draws import UniformAt
+from netsim.network.edges import Edges
 from netsim.registry import Registry
 from netsim.schema import Field
 
@@ -20,37 +30,48 @@ LINKS = Registry("link model")
 
 
 class LinkModel:
-    """Base: ``up(t)`` realises every directed edge at time t; ``availability()`` is P(up)."""
+    """Base: which edges are up at time t and P(up), over the edges or as dense ``[src, dst]``
+    matrices; a subclass implements ``up_edges`` or ``up``, and ``availability_edges`` or
+    ``availability``."""
 
-    def __init__(self, adjacency: np.ndarray):
-        self.adjacency = np.asarray(adjacency, bool) & ~np.eye(len(adjacency), dtype=bool)
-        self.n = len(adjacency)
+    def __init__(self, adjacency: np.ndarray | Edges):
+        self.edges = Edges.coerce(adjacency)
+        self.n = self.edges.n
+
+    @cached_property
+    def adjacency(self) -> np.ndarray:
+        """The base graph as a dense ``bool[src, dst]`` (built on first use)."""
+        return self.edges.matrix(True, False, sender_major=True)
+
+    def up_edges(self, t: float) -> np.ndarray:
+        """bool[E]: which edges are up for one step at time t."""
+        return self.edges.gather(self.up(t), sender_major=True)
+
+    def availability_edges(self) -> np.ndarray:
+        """float[E]: P(edge up) at a step."""
+        return self.edges.gather(self.availability(), sender_major=True)
 
     def up(self, t: float) -> np.ndarray:
-        raise NotImplementedError
+        """bool[src, dst]: :meth:`up_edges` as a dense matrix."""
+        return self.edges.matrix(self.up_edges(t), False, sender_major=True)
 
     def availability(self) -> np.ndarray:
-        raise NotImplementedError
+        """float[src, dst]: :meth:`availability_edges` as a dense matrix (0 off the graph)."""
+        return self.edges.matrix(self.availability_edges(), 0.0, sender_major=True)
 
 
 @LINKS.register("always")
 class AlwaysLinks(LinkModel):
     """Every edge of the base graph is always up."""
 
-    def __init__(self, adjacency: np.ndarray, rng: np.random.Generator):
+    def __init__(self, adjacency: np.ndarray | Edges, rng: np.random.Generator):
         super().__init__(adjacency)
 
-    def up(self, t: float) -> np.ndarray:
-        return self.adjacency.copy()
+    def up_edges(self, t: float) -> np.ndarray:
+        return np.ones(len(self.edges), bool)
 
-    def availability(self) -> np.ndarray:
-        return self.adjacency.astype(float)
-
-
-def _symmetrise(a: np.ndarray) -> np.ndarray:
-    """Copy the strict upper triangle onto the lower one."""
-    upper = np.triu(a, 1)
-    return upper + upper.T
+    def availability_edges(self) -> np.ndarray:
+        return np.ones(len(self.edges))
 
 
 @LINKS.register("bernoulli", {
@@ -58,26 +79,24 @@ def _symmetrise(a: np.ndarray) -> np.ndarray:
                lo=0.0, hi=1.0),
     "symmetric": Field("bool", False, "same p_ij and draw for i->j and j->i (undirected links)")})
 class BernoulliLinks(LinkModel):
-    """Independent Bernoulli(p_ij) per directed edge and per call (fresh draw every step)."""
+    """Independent Bernoulli(p_ij) per directed edge and per call (fresh draw every step).
 
-    def __init__(self, adjacency: np.ndarray, rng: np.random.Generator,
+    Each step's draw (and the p_ij of a range) is the one a uniform ``[src, dst]`` matrix
+    (``symmetric``: its upper triangle, mirrored) has on the edges.
+    """
+
+    def __init__(self, adjacency: np.ndarray | Edges, rng: np.random.Generator,
                  p: float | list[float] = 0.5, symmetric: bool = False):
         super().__init__(adjacency)
         self.rng, self.symmetric = rng, symmetric
-        if isinstance(p, list):
-            probs = rng.uniform(p[0], p[1], (self.n, self.n))
-            probs = _symmetrise(probs) if symmetric else probs
-        else:
-            probs = np.full((self.n, self.n), float(p))
-        self.p = np.where(self.adjacency, probs, 0.0)
+        self._draw = UniformAt(self.n * self.n, self.edges.positions(symmetric))
+        self.p = self._draw.uniform(rng, p[0], p[1]) if isinstance(p, list) \
+            else np.full(len(self.edges), float(p))
 
-    def up(self, t: float) -> np.ndarray:
-        u = self.rng.random((self.n, self.n))
-        if self.symmetric:
-            u = _symmetrise(u)
-        return (u < self.p) & self.adjacency
+    def up_edges(self, t: float) -> np.ndarray:
+        return self._draw(self.rng) < self.p
 
-    def availability(self) -> np.ndarray:
+    def availability_edges(self) -> np.ndarray:
         return self.p.copy()
 
 
@@ -93,12 +112,12 @@ class GilbertElliottLinks(LinkModel):
     t = 0 is drawn from the stationary law P(up) = mean_up / (mean_up + mean_down).
     """
 
-    def __init__(self, adjacency: np.ndarray, rng: np.random.Generator,
+    def __init__(self, adjacency: np.ndarray | Edges, rng: np.random.Generator,
                  mean_up: float = 10.0, mean_down: float = 1.0):
         super().__init__(adjacency)
         self.rng, self.mean_up, self.mean_down = rng, mean_up, mean_down
-        self.edges = np.flatnonzero(self.adjacency)
-        self.state = rng.random(self.edges.size) < mean_up / (mean_up + mean_down)
+        self.order = self.edges.out_order                # chains in sender-major edge order
+        self.state = rng.random(len(self.edges)) < mean_up / (mean_up + mean_down)
         self.next_switch = self._durations(self.state)
         self.t = 0.0
 
@@ -117,14 +136,14 @@ class GilbertElliottLinks(LinkModel):
             self.next_switch[due] += self._durations(self.state[due])
             due = due[self.next_switch[due] <= t]
 
-    def up(self, t: float) -> np.ndarray:
+    def up_edges(self, t: float) -> np.ndarray:
         self.advance(t)
-        out = np.zeros(self.n * self.n, bool)
-        out[self.edges] = self.state
-        return out.reshape(self.n, self.n)
+        out = np.empty(len(self.edges), bool)
+        out[self.order] = self.state
+        return out
 
-    def availability(self) -> np.ndarray:
-        return self.adjacency * (self.mean_up / (self.mean_up + self.mean_down))
+    def availability_edges(self) -> np.ndarray:
+        return np.full(len(self.edges), self.mean_up / (self.mean_up + self.mean_down))
 
 
 def validate_links(spec: Any, path: str, n: int) -> dict:
@@ -137,7 +156,7 @@ def validate_links(spec: Any, path: str, n: int) -> dict:
     return resolved
 
 
-def make_links(spec: dict, adjacency: np.ndarray, rng: np.random.Generator) -> LinkModel:
-    """Build the link model of a resolved ``spec`` over the base ``adjacency``."""
+def make_links(spec: dict, adjacency: np.ndarray | Edges, rng: np.random.Generator) -> LinkModel:
+    """Build the link model of a resolved ``spec`` over the base graph (edges or ``[src, dst]``)."""
     params = {k: v for k, v in spec.items() if k != "name"}
     return LINKS.get(spec["name"], "network.links.name").obj(adjacency, rng, **params)

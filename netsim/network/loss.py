@@ -5,6 +5,8 @@ from typing import Any
 
 import numpy as np
 
+from netsim.network.draws import UniformAt
+from netsim.network.edges import Edges
 from netsim.schema import Field, check_section
 
 LOSS_FIELDS = {
@@ -19,26 +21,28 @@ def validate_loss(spec: Any, path: str, n: int) -> dict:
 
 
 class LossModel:
-    """I.i.d. Bernoulli drops with per-edge probability (0 off the base graph)."""
+    """I.i.d. Bernoulli drops with per-edge probability, over the base graph's edges; a range's
+    p_ij are those a uniform ``[src, dst]`` matrix draw has on the edges."""
 
-    def __init__(self, spec: dict, adjacency: np.ndarray, rng: np.random.Generator):
+    def __init__(self, spec: dict, adjacency: np.ndarray | Edges, rng: np.random.Generator):
         self.rng = rng
-        adjacency = np.asarray(adjacency, bool)
+        edges = Edges.coerce(adjacency)
         p = spec["p"]
-        probs = rng.uniform(p[0], p[1], adjacency.shape) if isinstance(p, list) \
-            else np.full(adjacency.shape, float(p))
-        self.p = np.where(adjacency, probs, 0.0)
+        self.p = UniformAt(edges.n ** 2, edges.positions()).uniform(rng, p[0], p[1]) \
+            if isinstance(p, list) else np.full(len(edges), float(p))
 
-    def lost(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        """bool[m]: whether each message src[k] -> dst[k] is dropped (fresh draw per message)."""
-        src, dst = np.asarray(src, int), np.asarray(dst, int)
-        return self.rng.random(src.shape) < self.p[src, dst]
+    def lost(self, edge: np.ndarray) -> np.ndarray:
+        """bool[m]: whether each message on ``edge[k]`` (edge ids) is dropped (fresh draw per
+        message)."""
+        edge = np.asarray(edge, int)
+        return self.rng.random(edge.shape) < self.p[edge]
 
     def probability(self) -> np.ndarray:
-        """float[n, n]: drop probability of each directed edge."""
+        """float[E]: drop probability of each edge."""
         return self.p.copy()
 
 
-def make_loss(spec: dict, adjacency: np.ndarray, rng: np.random.Generator) -> LossModel:
-    """Build the loss model of a validated ``network.loss`` spec over the base ``adjacency``."""
+def make_loss(spec: dict, adjacency: np.ndarray | Edges, rng: np.random.Generator) -> LossModel:
+    """Build the loss model of a validated ``network.loss`` spec over the base graph (edges or
+    ``[src, dst]``)."""
     return LossModel(spec, adjacency, rng)

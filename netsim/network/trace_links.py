@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from netsim.errors import ConfigError
+from netsim.network.edges import Edges
 from netsim.network.links import LINKS, LinkModel
 from netsim.schema import Field
 
@@ -73,37 +74,37 @@ class TraceLinks(LinkModel):
 
     check = staticmethod(_check)
 
-    def __init__(self, adjacency: np.ndarray, rng: np.random.Generator, path: str,
+    def __init__(self, adjacency: np.ndarray | Edges, rng: np.random.Generator, path: str,
                  absent: str = "down", symmetric: bool = False, period: float | None = None):
         super().__init__(adjacency)
         rows = read_link_trace(path, self.n)
         if symmetric:
             rows = np.concatenate([rows, rows[:, [1, 0, 2, 3]]])
-        self.src, self.dst = rows[:, 0].astype(int), rows[:, 1].astype(int)
+        self.edge = self.edges.find(rows[:, 1].astype(int), rows[:, 0].astype(int))
         self.start, self.end = rows[:, 2], rows[:, 3]
         self.period = period
-        listed = np.zeros((self.n, self.n), bool)
-        listed[self.src, self.dst] = True
+        listed = np.zeros(len(self.edges), bool)
+        listed[self.edge[self.edge >= 0]] = True
         self.always = ~listed if absent == "up" else np.zeros_like(listed)
 
-    def up(self, t: float) -> np.ndarray:
+    def up_edges(self, t: float) -> np.ndarray:
         t = t % self.period if self.period else t
-        now = (self.start <= t) & (t < self.end)
+        now = (self.start <= t) & (t < self.end) & (self.edge >= 0)   # -1: not in the graph
         out = self.always.copy()
-        out[self.src[now], self.dst[now]] = True
-        return out & self.adjacency
+        out[self.edge[now]] = True
+        return out
 
-    def availability(self) -> np.ndarray:
+    def availability_edges(self) -> np.ndarray:
         """Share of the horizon (``period``, else the last finite end in the file) each link
         is up: the union of its intervals, clipped to the horizon."""
         finite = self.end[np.isfinite(self.end)]
         horizon = self.period or float(max(finite.max(initial=0.0), self.start.max(initial=0.0)))
         share = self.always.astype(float)
-        for i, j in set(zip(self.src.tolist(), self.dst.tolist())):
-            mine = (self.src == i) & (self.dst == j)
-            share[i, j] = _union_length(self.start[mine], self.end[mine], horizon) / horizon \
+        for e in set(self.edge[self.edge >= 0].tolist()):
+            mine = self.edge == e
+            share[e] = _union_length(self.start[mine], self.end[mine], horizon) / horizon \
                 if horizon > 0 else 1.0
-        return share * self.adjacency
+        return share
 
 
 def _union_length(start: np.ndarray, end: np.ndarray, horizon: float) -> float:

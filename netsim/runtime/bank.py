@@ -36,6 +36,7 @@ from netsim.errors import ConfigError
 from netsim.models.base import BatchedModel, Params
 from netsim.device import resolve_device
 from netsim.runtime.mixing import Matrix, mix
+from netsim.runtime.scratch import Scratch
 from netsim.runtime.sgd import SGD
 
 TASKS = ("classification", "regression")
@@ -79,6 +80,7 @@ class ClientBank:
                            if loss_scale is None else
                            torch.as_tensor(loss_scale, dtype=dtype, device=self.device).clone())
         self._buf: Tensor | None = None  # momentum buffers [n, d], allocated on first use
+        self._scratch = Scratch()  # sgd_step's gradient rows [n, d]
 
     @property
     def size_bytes(self) -> int:
@@ -97,8 +99,7 @@ class ClientBank:
         if self.running is None:
             return {}
         idx = self._index(clients)
-        rows, tracked = ((self.running, self.tracked) if idx is None else
-                         (self.running[idx], self.tracked[idx]))
+        rows, tracked = _select(self.running, idx), _select(self.tracked, idx)
         return {**_views(rows, self._buffer_slices),
                 **{k: tracked for k in self.model.counters}}
 
@@ -118,9 +119,8 @@ class ClientBank:
         return clients
 
     def _rows(self, idx: Tensor | None, flat: Tensor | None) -> Tensor:
-        if flat is not None:
-            return flat
-        return self.flat if idx is None else self.flat[idx]
+        """``flat`` if given, else the bank's rows of ``idx`` (all: the bank itself, in place)."""
+        return _select(self.flat, idx) if flat is None else flat
 
     def _sample_losses(self, out: Tensor, y: Tensor) -> Tensor:
         """Per-sample losses ``[M, B]`` of outputs ``[M, B, k]``."""
@@ -141,7 +141,7 @@ class ClientBank:
     def _loss_of(self, params: Params, x: Tensor, y: Tensor, idx: Tensor | None,
                  stats: dict | None = None) -> Tensor:
         """``stats``: a dict receiving the batch statistics (models with buffers only)."""
-        scale = self.loss_scale if idx is None else self.loss_scale[idx]
+        scale = _select(self.loss_scale, idx)
         out = (self.model.forward(params, x) if stats is None else
                self.model.forward(params, x, stats=stats))
         return self._sample_losses(out, y).mean(1) * scale
@@ -153,27 +153,28 @@ class ClientBank:
         return self.loss_fn(self._rows(idx, flat), x, y, idx)
 
     def grad(self, x: Tensor, y: Tensor, clients: Clients = None,
-             flat: Tensor | None = None, track: bool = False) -> tuple[Tensor, Tensor]:
+             flat: Tensor | None = None, track: bool = False,
+             out: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """``(loss[M], grad[M, d])`` from one backward pass of the summed per-client losses
         (taken w.r.t. the per-parameter views, then concatenated: cheaper than slicing a flat
-        leaf, whose backward zero-fills and adds a ``[M, d]`` tensor per parameter). ``track``
-        (a training step written by hand): also update the clients' BatchNorm running statistics
-        from this forward pass."""
+        leaf, whose backward zero-fills and adds a ``[M, d]`` tensor per parameter), into ``out``
+        (``[M, d]``) if given. ``track`` (a training step written by hand): also update the
+        clients' BatchNorm running statistics from this forward pass."""
         idx = self._index(clients)
         stats = {} if track and self.running is not None else None
-        loss, g = self._grad(x, y, idx, flat, stats)
+        loss, g = self._grad(x, y, idx, flat, stats, out)
         if stats is not None:
             self.update_statistics(stats, idx)
         return loss, g
 
     def _grad(self, x: Tensor, y: Tensor, idx: Tensor | None, flat: Tensor | None,
-              stats: dict | None = None) -> tuple[Tensor, Tensor]:
+              stats: dict | None = None, out: Tensor | None = None) -> tuple[Tensor, Tensor]:
         params = {k: v.detach().requires_grad_(True)
                   for k, v in self.params(self._rows(idx, flat)).items()}
         with torch.enable_grad():
             loss = self._loss_of(params, x, y, idx, stats)
             grads = torch.autograd.grad(loss.sum(), list(params.values()))
-        return loss.detach(), torch.cat([g.flatten(1) for g in grads], 1)
+        return loss.detach(), torch.cat([g.flatten(1) for g in grads], 1, out=out)
 
     def sgd_step(self, x: Tensor, y: Tensor, opt: SGD, clients: Clients = None,
                  prox: tuple[float, Tensor] | None = None,
@@ -187,42 +188,49 @@ class ClientBank:
         then momentum ``buf = momentum * buf + d_p`` (``buf = d_p`` on a client's first step),
         Nesterov ``d_p + momentum * buf``; ``p -= lr * step``. ``lr``: float or ``Tensor[M]``.
         Models with batch normalisation also update the clients' running statistics.
+
+        All clients (``clients`` None, all True, or 0..N-1) update the bank in place; a subset is
+        gathered and written back. The gradient goes into a work buffer kept between steps
+        (:mod:`netsim.runtime.scratch`), and the direction and the step are built in it in place
+        (the same values as out of place).
         """
         lr, momentum, weight_decay, clip = opt.lr, opt.momentum, opt.weight_decay, opt.clip
         idx = self._index(clients)
         p = self._rows(idx, None)
-        loss, g = self.grad(x, y, idx, track=True)
+        rows = self.n if idx is None else len(idx)
+        loss, g = self.grad(x, y, idx, track=True, out=self._scratch.like(self.flat)[:rows])
         if clip is not None:
-            g = g * (clip / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0)
+            g.mul_((clip / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0))
         if extra_grad is not None:
-            g = g + extra_grad
+            g.add_(extra_grad)
         if prox is not None:
             mu, anchor = prox
-            g = g + mu * (p - (anchor if idx is None else anchor[idx]))
+            g.add_((p - _select(anchor, idx)).mul_(mu))
         if weight_decay:
-            g = g.add(p, alpha=weight_decay)
-        if momentum:
-            g = self._update_momentum(idx, g, momentum, opt.nesterov)
+            g.add_(p, alpha=weight_decay)
+        direction = self._update_momentum(idx, g, momentum, opt.nesterov) if momentum else g
         if isinstance(lr, Tensor):
             lr = lr.to(self.flat).view(-1, 1)
+        step = torch.mul(direction, lr, out=g)
         if idx is None:
-            self.flat.sub_(lr * g)
+            self.flat.sub_(step)
         else:
-            self.flat.index_copy_(0, idx, p - lr * g)
+            self.flat.index_copy_(0, idx, p.sub_(step))
         return loss
 
     def _update_momentum(self, idx: Tensor | None, d_p: Tensor, momentum: float,
                          nesterov: bool) -> Tensor:
         """``buf = momentum * buf + d_p``; buffers of clients without history are zero, which
-        gives PyTorch's ``buf = d_p`` on the first step. Returns the step direction."""
+        gives PyTorch's ``buf = d_p`` on the first step. Returns the step direction (Nesterov:
+        built in ``d_p``, in place)."""
         if self._buf is None:
             self._buf = torch.zeros_like(self.flat)
         if idx is None:
             buf = self._buf.mul_(momentum).add_(d_p)
         else:
-            buf = self._buf[idx].mul_(momentum).add_(d_p)
+            buf = self._buf.index_select(0, idx).mul_(momentum).add_(d_p)
             self._buf.index_copy_(0, idx, buf)
-        return d_p.add(buf, alpha=momentum) if nesterov else buf
+        return d_p.add_(buf, alpha=momentum) if nesterov else buf
 
     def track_statistics(self, x: Tensor, flat: Tensor | None = None,
                          clients: Clients = None) -> None:
@@ -254,7 +262,7 @@ class ClientBank:
             self.running.lerp_(batch, m)
             self.tracked += 1
         else:
-            self.running.index_copy_(0, idx, self.running[idx].lerp_(batch, m))
+            self.running.index_copy_(0, idx, self.running.index_select(0, idx).lerp_(batch, m))
             self.tracked.index_add_(0, idx, torch.ones_like(idx))
 
     def reset_momentum(self, clients: Clients = None) -> None:
@@ -295,7 +303,7 @@ class ClientBank:
                 if self.task == "classification":
                     correct[rows] += ((out.argmax(-1) == yy) & mk).sum(1)
         count = mask.sum(1).clamp(min=1)
-        scale = self.loss_scale if idx is None else self.loss_scale[idx]
+        scale = _select(self.loss_scale, idx)
         acc = correct / count if self.task == "classification" else None
         return acc, loss_sum / count * scale
 
@@ -349,6 +357,12 @@ def _layout(shapes: dict[str, tuple]) -> tuple[dict[str, tuple[int, int, tuple]]
         slices[name] = (offset, offset + math.prod(shape), tuple(shape))
         offset += math.prod(shape)
     return slices, offset
+
+
+def _select(rows: Tensor, idx: Tensor | None) -> Tensor:
+    """``rows[idx]`` by ``index_select`` (several times faster than advanced indexing for wide
+    rows on CPU); ``rows`` itself for ``idx`` None."""
+    return rows if idx is None else rows.index_select(0, idx)
 
 
 def _views(rows: Tensor, slices: dict[str, tuple[int, int, tuple]]) -> Params:

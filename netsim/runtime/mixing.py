@@ -13,10 +13,11 @@ rule                        stochastic                       meant for
 
 :func:`mix` multiplies dense ``W`` as is, except when ``N >= SPARSE_MIN_N`` and at most
 ``SPARSE_MAX_DENSITY`` of its entries are non-zero: then it converts to CSR and uses a sparse
-matmul. Measured on 2 CPU cores with d = 4000 (conversion included): at N = 1000 CSR takes
-14-28 ms against 47-49 ms dense for densities 1-5 %, while at N <= 300 dense always wins
-(0.5-6 ms against 5-17 ms) and at density >= 10 % dense wins or ties. A ``W`` that is already a
-torch sparse tensor (COO or CSR) is used as is.
+matmul. Measured by ``benchmarks/bench_mixing.py`` (d = 4000, one thread, conversion included;
+dense time / CSR time over three runs, float32 and float64): at N = 300 CSR is 1.4-5.5x faster
+for densities 1-5 % and no faster from 10 % (0.5-1.3); at N = 1000 4-5x at 1 %, 1.0-1.5x at 5 %;
+at N = 100 the runs disagree (0.8-3.3, on 1-2 ms) and at N = 30 the two tie (0.6-1.4). Hence
+sparse from N = 300. A ``W`` that is already a torch sparse tensor (COO or CSR) is used as is.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-SPARSE_MIN_N = 1000
+SPARSE_MIN_N = 300
 SPARSE_MAX_DENSITY = 0.05
 
 Matrix = Tensor | np.ndarray

@@ -32,6 +32,7 @@ import torch
 from torch import Tensor
 
 from netsim.runtime.mixing import mix
+from netsim.runtime.scratch import Scratch
 from netsim.schema import Field
 
 LOSS_RECOVERY = ("running_sums", "none")
@@ -120,6 +121,7 @@ class PushSum:
             torch.as_tensor(np.asarray(draining, bool))
         self.last_mixing = np.eye(n)
         self.rescaled = 0
+        self._scratch = Scratch()
         self.reset()
 
     @classmethod
@@ -135,6 +137,16 @@ class PushSum:
     def debias(z: Tensor, w: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
         """The de-biased models ``x = z / w`` in the models' ``dtype``."""
         return (z / w).to(dtype)
+
+    def debias_into(self, models: Tensor, z: Tensor, w: Tensor) -> Tensor:
+        """:meth:`debias` written into ``models`` (the same values) through a work buffer."""
+        return models.copy_(torch.div(z, w, out=self._scratch.like(z)))
+
+    def add_step(self, z: Tensor, delta: Tensor, w: Tensor) -> Tensor:
+        """``z += delta * step_scale(w)`` in place: a Nedić-form local step ``delta`` (in the
+        models' dtype, scaled in place) added in z's dtype through a work buffer."""
+        step = delta.mul_(self.step_scale(w, delta.dtype))
+        return z.add_(self._scratch.like(z).copy_(step))
 
     @staticmethod
     def bias(x: Tensor, w: Tensor) -> Tensor:
@@ -164,7 +176,8 @@ class PushSum:
         ``split[i, j]``: share of j's state pushed to i (column-stochastic over ``pushed`` and
         the diagonal); ``pushed[i, j]``: j pushed a share to i this step (its realised out-link,
         whatever then happens to the message); ``delivered[i, j]``: the message reached i in
-        time. Returns the new states; with running sums the weight state's rows are the last.
+        time. Returns the new states (new tensors: the caller may update them in place); with
+        running sums the weight state's rows are the last.
         """
         n = self.n
         eye = np.eye(n, dtype=bool)
@@ -182,7 +195,7 @@ class PushSum:
                 rows = torch.as_tensor(np.flatnonzero(arrive), device=out[0].device)
                 to = torch.as_tensor(dst[arrive], device=out[0].device)
                 for o, h in zip(out, self.held):
-                    o.index_add_(0, to, h[rows])
+                    o.index_add_(0, to, h.index_select(0, rows))
             keep = ~arrive
         nd, ns = np.nonzero(pushed & ~delivered)
         self._hold(states, split[nd, ns], nd * n + ns, ns, keep)
@@ -210,8 +223,8 @@ class PushSum:
         for k, s in enumerate(states):
             h = s.new_zeros(merged.size, s.shape[1])
             if old.size:
-                h.index_add_(0, pos_old, self.held[k][kept])
+                h.index_add_(0, pos_old, self.held[k].index_select(0, kept))
             coef = torch.as_tensor(share, dtype=s.dtype, device=dev)[:, None]
-            h.index_add_(0, pos_new, coef * s[src_t])
+            h.index_add_(0, pos_new, s.index_select(0, src_t).mul_(coef))
             held.append(h)
         self.keys, self.held = merged, held

@@ -3,16 +3,24 @@
 Algorithms are vectorised rounds; each computation or communication phase of a round is played
 here as SimPy events and returns plain arrays (DESIGN.md, "The three layers"):
 
-- :meth:`Simulator.compute` — every node's local work is a SimPy timeout whose length comes from the
-  compute model; a node that crashes before finishing does not finish; an optional deadline ends
-  the phase early.
+- :meth:`Simulator.compute` — every node's local work lasts what the compute model draws; a node
+  that crashes before finishing does not finish; an optional deadline ends the phase early.
 - :meth:`Simulator.exchange` — all messages of a phase are drawn in one vectorised pass (link
-  realisation, budget, FIFO uplink queue, propagation, loss, FIFO downlink queue); the events that
-  change the course of the round (each receiver's inbox completing, a timeout or deadline) are
-  SimPy events.
+  realisation, budget, FIFO uplink queue, propagation, loss, FIFO downlink queue); the phase ends
+  when the last receiver stops waiting (its inbox complete, a timeout or a deadline).
+
+State and work grow with the E edges of the base graph, not with N^2 (issue 18): the engine keeps
+its per-pair state (links, latencies, losses, the peers accepted this round, the newest copy
+received) as arrays over the edges (:class:`~netsim.network.edges.Edges`, receiver-major), and
+a phase's messages as arrays over the messages. Nothing in a run waits on a single node, so each
+phase is one SimPy event (its end: the last node finishing or the deadline in a compute phase,
+the last receiver stopping in an exchange); the per-node outcomes (who finished before the
+deadline, which message was late, what a receiver keeps as a stale copy) are computed from the
+drawn times, vectorised.
 
 All ``[N, N]`` arrays handed to and returned by the engine are **receiver-major** like a mixing
-matrix: ``delivered[i, j]`` means the message from ``j`` reached ``i``.
+matrix: ``delivered[i, j]`` means the message from ``j`` reached ``i``; an exchange also takes and
+returns them as arrays over the edges.
 """
 from __future__ import annotations
 
@@ -20,16 +28,20 @@ from dataclasses import dataclass, field
 
 import time
 from functools import wraps
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 import simpy
 
 from netsim.network import (make_compute, make_failures, make_latency, make_links, make_loss)
+from netsim.network.edges import Edges
 from netsim.rng import Streams
 from netsim.sim.policy import Policy
-from netsim.sim.queueing import fifo_finish, grouped_cumsum
+from netsim.sim.queueing import fifo_finish, grouped_cumsum, segment_cumsum
 from netsim.sim.trace import Trace
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 #: Reference device speed (FLOP/s) turning a model's FLOPs into simulated seconds per local step
 #: when ``network.compute.step_time`` is null. Forward + backward ~ 3x the forward FLOPs.
@@ -64,22 +76,72 @@ class ComputeResult:
     end: float                   # simulated time at which the phase ended
 
 
-@dataclass
-class ExchangeResult:
-    """Outcome of an exchange phase; ``[N, N]`` arrays are receiver-major."""
+class _Dense:
+    """A field of :class:`ExchangeResult` holding a receiver-major ``[N, N]`` matrix, built from
+    the per-edge array of the same name on first access (``dataclasses.replace`` may set it)."""
 
-    requested: np.ndarray
-    link_up: np.ndarray          # realised directed links at send time (what a sender knows)
-    sent: np.ndarray             # left the sender (link up, not blocked)
-    delivered: np.ndarray        # fresh message arrived before the receiver stopped waiting
-    available: np.ndarray        # a fresh or stale copy within the staleness cap is usable
-    staleness: np.ndarray        # int: rounds since the usable copy was sent, -1 where none
-    arrival_time: np.ndarray     # arrival of this phase's message, nan where none
-    blocked: np.ndarray          # refused by a budget
-    lost: np.ndarray             # dropped in transit by the loss model
-    late: np.ndarray             # arrived after the receiver stopped waiting
-    bytes_sent: np.ndarray       # per sender, this phase
+    def __init__(self, fill):
+        self.fill = fill
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, ex, owner=None):
+        if ex is None:
+            return None                                        # the field's default
+        if ex.__dict__.get(self.name) is None:
+            ex.__dict__[self.name] = ex.matrix(self.name, self.fill)
+        return ex.__dict__[self.name]
+
+    def __set__(self, ex, value) -> None:
+        ex.__dict__[self.name] = value
+
+
+@dataclass(eq=False)
+class ExchangeResult:
+    """Outcome of an exchange phase: arrays over the base graph's edges (``per_edge``), and the
+    same as receiver-major ``[N, N]`` matrices, built when first read."""
+
+    edges: Edges
+    per_edge: dict[str, np.ndarray]   # the arrays below, over ``edges``
+    bytes_sent: np.ndarray            # per sender, this phase
     end: float
+    request: np.ndarray | None = None  # the request as given, when given as a matrix
+    requested: np.ndarray = _Dense(False)
+    link_up: np.ndarray = _Dense(False)        # realised links at send time (what a sender knows)
+    sent: np.ndarray = _Dense(False)           # left the sender (link up, not blocked)
+    delivered: np.ndarray = _Dense(False)      # arrived before the receiver stopped waiting
+    available: np.ndarray = _Dense(False)      # a copy within the staleness cap is usable
+    staleness: np.ndarray = _Dense(-1)         # int: rounds since the usable copy was sent, or -1
+    arrival_time: np.ndarray = _Dense(np.nan)  # arrival of this phase's message, nan where none
+    blocked: np.ndarray = _Dense(False)        # refused by a budget
+    lost: np.ndarray = _Dense(False)           # dropped in transit by the loss model
+    late: np.ndarray = _Dense(False)           # arrived after the receiver stopped waiting
+
+    def matrix(self, name: str, fill) -> np.ndarray:
+        """``[N, N]`` receiver-major matrix of the per-edge array ``name`` (``requested``: the
+        request as given, without the diagonal, when it was given as a matrix)."""
+        if name == "requested" and self.request is not None:
+            return np.asarray(self.request, bool) & ~np.eye(self.edges.n, dtype=bool)
+        return self.edges.matrix(self.per_edge[name], fill)
+
+    def to(self, receiver: int, name: str, fill) -> np.ndarray:
+        """``[N]``: the per-edge array ``name`` on the edges into ``receiver``, by sender."""
+        e, lo, hi = self.edges, self.edges.in_ptr[receiver], self.edges.in_ptr[receiver + 1]
+        return _scatter(e.n, e.src[lo:hi], self.per_edge[name][lo:hi], fill)
+
+    def sent_by(self, sender: int, name: str, fill) -> np.ndarray:
+        """``[N]``: the per-edge array ``name`` on the edges out of ``sender``, by receiver."""
+        e = self.edges
+        ids = e.out_order[e.out_ptr[sender]:e.out_ptr[sender + 1]]
+        return _scatter(e.n, e.dst[ids], self.per_edge[name][ids], fill)
+
+
+def _scatter(n: int, index: np.ndarray, values: np.ndarray, fill) -> np.ndarray:
+    """``[n]`` array with ``values`` at ``index`` and ``fill`` elsewhere."""
+    out = np.full(n, fill, dtype=np.result_type(values, np.asarray(fill)))
+    out[index] = values
+    return out
 
 
 @dataclass
@@ -98,8 +160,7 @@ class _RoundBook:
 class _Pending:
     """Messages kept for later delivery as stale copies (async / late: stale)."""
 
-    dst: np.ndarray = field(default_factory=lambda: np.empty(0, int))
-    src: np.ndarray = field(default_factory=lambda: np.empty(0, int))
+    edge: np.ndarray = field(default_factory=lambda: np.empty(0, int))
     arrival: np.ndarray = field(default_factory=lambda: np.empty(0))
     sent_round: np.ndarray = field(default_factory=lambda: np.empty(0, int))
 
@@ -119,9 +180,10 @@ class _ReliableExtra:
     def alive_during(self, t0: float, t1: np.ndarray) -> np.ndarray:
         return self._pad(self.inner.alive_during(t0, np.asarray(t1, float)[: self.k]))
 
-    def edges_up(self, t: float) -> np.ndarray:
-        up = np.ones((self.n, self.n), bool)
-        up[: self.k, : self.k] = self.inner.edges_up(t)
+    def edges_up(self, t: float, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        up = np.ones(np.shape(src), bool)
+        inner = (src < self.k) & (dst < self.k)
+        up[inner] = self.inner.edges_up(t, src[inner], dst[inner])
         return up
 
     def events_between(self, t0: float, t1: float):
@@ -140,13 +202,11 @@ class Simulator:
     def __init__(self, network: dict, topology: nx.DiGraph, streams: Streams,
                  trace: bool = False, clients: int | None = None):
         self.n = n = topology.number_of_nodes()
-        adj = nx.to_numpy_array(topology, nodelist=range(n), dtype=bool)
-        np.fill_diagonal(adj, False)
-        self.adjacency = adj                                      # [src, dst]
+        self.edges = Edges.from_graph(topology)                   # the base graph, E edges
         self.env = simpy.Environment()
-        self.links = make_links(network["links"], adj, streams.numpy("links"))
-        self.latency = make_latency(network["latency"], n, streams.numpy("latency"))
-        self.loss = make_loss(network["loss"], adj, streams.numpy("loss"))
+        self.links = make_links(network["links"], self.edges, streams.numpy("links"))
+        self.latency = make_latency(network["latency"], self.edges, streams.numpy("latency"))
+        self.loss = make_loss(network["loss"], self.edges, streams.numpy("loss"))
         self.compute_model = make_compute(network["compute"], n, streams.numpy("compute"))
         k = n if clients is None else clients
         self.failures = make_failures(network["failures"], k, streams.numpy("failures"))
@@ -158,12 +218,12 @@ class Simulator:
         self.round = 0
         self.total_bytes = np.zeros(n)
         self._round_bytes = np.zeros(n)
-        self._round_peers = np.zeros((n, n), bool)
+        self._round_peers = np.zeros(len(self.edges), bool)     # accepted this round, per edge
         self._book = _RoundBook()
         self.history: list[dict] = []
         self.peer_history: list[np.ndarray] = []                 # per round: peers accepted per node
         self.bytes_history: list[np.ndarray] = []                # per round: bytes sent per node
-        self._last_round = np.full((n, n), -1, int)               # newest copy received [dst, src]
+        self._last_round = np.full(len(self.edges), -1, int)     # round of the newest copy received
         self._pending = _Pending()
         self._traced_until = 0.0
         self.wall_time = 0.0                                      # engine's own wall-clock cost
@@ -189,10 +249,11 @@ class Simulator:
         return self.failures.alive(self.now)
 
     def links_now(self) -> np.ndarray:
-        """Realised directed links for one step at the current time, receiver-major ``[dst, src]``."""
-        up = self.links.up(self.now) & self.failures.edges_up(self.now)
+        """Realised directed links for one step at the current time, ``bool[E]`` over the edges."""
+        e = self.edges
+        up = self.links.up_edges(self.now) & self.failures.edges_up(self.now, e.src, e.dst)
         alive = self.failures.alive(self.now)
-        return (up & alive[:, None] & alive[None, :]).T
+        return up & alive[e.src] & alive[e.dst]
 
     def _run_until(self, when: float) -> None:
         if when > self.env.now:
@@ -212,21 +273,24 @@ class Simulator:
                 start: np.ndarray | None = None, deadline: float | None = None) -> ComputeResult:
         """Play the local work of every active node (``steps`` local steps of ``step_time`` s).
 
-        Node i starts at ``max(now, start[i])``; it finishes unless it crashes before its
-        finish time. The phase ends when every node that can finish has finished, or at the
-        absolute simulated time ``deadline``.
+        Node i starts at ``start[i]`` (default now). A start before now is kept: the node
+        began while the engine waited for others (a client whose model arrived before the last
+        receiver of a broadcast stopped waiting starts at its own arrival, not at the clock).
+        It finishes unless it crashes before its finish time. The phase ends when every node
+        that can finish has finished, or at the absolute simulated time ``deadline``.
         """
         n, now = self.n, self.now
         active = np.ones(n, bool) if active is None else np.asarray(active, bool)
-        begin = np.full(n, now) if start is None else np.maximum(now, np.asarray(start, float))
+        begin = np.full(n, now) if start is None else np.asarray(start, float)
         duration = self.compute_model.durations(steps, step_time, now)
         finish = begin + duration
         survives = self.failures.alive_during(now, finish) & self.failures.alive(now)
         will_finish = active & survives & np.isfinite(finish)
         finish = np.where(will_finish, finish, np.inf)
 
-        done = [self.env.timeout(finish[i] - now) for i in np.flatnonzero(will_finish)]
-        end_event = self.env.all_of(done)
+        # the phase ends with its last node (one event: nothing waits on the others) or the deadline
+        end_event = self.env.timeout(max(float((finish[will_finish] - now).max()), 0.0)) \
+            if will_finish.any() else self.env.event().succeed()
         if deadline is not None:
             end_event = end_event | self.env.timeout(max(deadline - now, 0.0))
         self.env.run(until=end_event)
@@ -245,7 +309,8 @@ class Simulator:
     @_timed
     def exchange(self, request: np.ndarray, nbytes, ready: np.ndarray | None = None,
                  policy: Policy | None = None, round_start: float | None = None) -> ExchangeResult:
-        """Send one message along every requested edge ``request[dst, src]``.
+        """Send one message along every requested edge: ``request[dst, src]`` (a matrix) or
+        ``bool[E]`` over the edges; requests off the base graph are never sent.
 
         ``nbytes``: message size (scalar or ``[dst, src]`` array); ``ready[src]``: when each
         sender starts sending (default now; it may lie before now when the messages were sent
@@ -253,41 +318,40 @@ class Simulator:
         a node's own compute finished); ``policy``: receiver policy (default the
         scenario's); ``round_start``: origin of a deadline (default now).
         """
-        n, now = self.n, self.now
+        n, now, e = self.n, self.now, self.edges
         policy = policy or self.policy
         ready = np.full(n, now) if ready is None else np.asarray(ready, float)
         ready = np.where(np.isfinite(ready), ready, now)
-        request = np.asarray(request, bool) & ~np.eye(n, dtype=bool)
-        size = np.broadcast_to(np.asarray(nbytes, float), (n, n))
-        link_up = self.links_now() & request
+        request = np.asarray(request, bool)
+        want = request if request.ndim == 1 else e.gather(request)
+        size = e.gather(np.broadcast_to(np.asarray(nbytes, float), (n, n)))
+        link_up = self.links_now() & want
         blocked = self._apply_budget(link_up, size)
         sent = link_up & ~blocked
 
         # messages sorted by sender, each sender's queue in rotated destination order
-        dst, src = np.nonzero(sent)
+        msg = np.flatnonzero(sent)
+        dst, src = e.dst[msg], e.src[msg]
         order = np.lexsort(((dst - src) % n, src))
-        dst, src = dst[order], src[order]
-        b = size[dst, src]
+        msg, dst, src = msg[order], dst[order], src[order]
+        b = size[msg]
         depart = ready[src] + grouped_cumsum(b, src) / self.latency.uplink[src]
-        arrive_link = depart + self.latency.propagation(src, dst)
-        lost_msg = self.loss.lost(src, dst)
+        arrive_link = depart + self.latency.propagation(msg)
+        lost_msg = self.loss.lost(msg)
         # downlink FIFO at each receiver, in order of arrival at its downlink
         keep = ~lost_msg
-        rd, rs, ra, rb = dst[keep], src[keep], arrive_link[keep], b[keep]
+        rm, rd, ra, rb = msg[keep], dst[keep], arrive_link[keep], b[keep]
         o = np.lexsort((ra, rd))
-        rd, rs, ra, rb = rd[o], rs[o], ra[o], rb[o]
-        arrival = fifo_finish(ra, rb / self.latency.downlink[rd], rd)
-
-        arrival_time = np.full((n, n), np.nan)
-        arrival_time[rd, rs] = arrival
-        lost = np.zeros((n, n), bool)
-        lost[dst[lost_msg], src[lost_msg]] = True
+        rm, rd, ra, rb = rm[o], rd[o], ra[o], rb[o]
+        arrival_time = np.full(len(e), np.nan)
+        arrival_time[rm] = fifo_finish(ra, rb / self.latency.downlink[rd], rd)
+        lost = np.zeros(len(e), bool)
+        lost[msg[lost_msg]] = True
 
         stop = self._receiver_stop(arrival_time, lost, policy, now, round_start)
         self._run_until(float(np.max(stop, initial=now)) if policy.name != "async" else now)
         end = self.now
-        on_time = arrival_time <= stop[:, None]
-        delivered = on_time & ~lost & sent
+        delivered = (arrival_time <= stop[e.dst]) & ~lost & sent
         late = sent & ~lost & ~delivered
 
         self._collect(delivered, late, arrival_time, policy, end)
@@ -297,30 +361,34 @@ class Simulator:
 
         bytes_sent = np.zeros(n)
         np.add.at(bytes_sent, src, b)
-        self._account(sent, delivered, lost, late, blocked, bytes_sent, arrival_time - ready[None, :],
+        self._account(sent, delivered, lost, late, blocked, bytes_sent, arrival_time - ready[e.src],
                       staleness)
         if self.trace is not None:
-            self._trace_exchange(request, link_up, blocked, src, dst, b, depart, arrival_time,
-                                 lost, delivered, late, stop)
-        return ExchangeResult(request, link_up, sent, delivered, available, staleness,
-                              np.where(sent & ~lost, arrival_time, np.nan), blocked, lost,
-                              late, bytes_sent, end)
+            self._trace_exchange(request, want, link_up, blocked, src, dst, b, depart,
+                                 arrival_time, lost, delivered, late, stop)
+        per_edge = {"requested": want, "link_up": link_up, "sent": sent, "delivered": delivered,
+                    "available": available, "staleness": staleness, "arrival_time": arrival_time,
+                    "blocked": blocked, "lost": lost, "late": late}
+        return ExchangeResult(e, per_edge, bytes_sent, end,
+                              request=request if request.ndim == 2 else None)
 
     def _receiver_stop(self, arrival_time: np.ndarray, lost: np.ndarray, policy: Policy,
                        now: float, round_start: float | None) -> np.ndarray:
-        """When each receiver stops waiting (absolute simulated time)."""
-        n = self.n
+        """When each receiver stops waiting (absolute simulated time); arrays over the edges."""
+        n, dst = self.n, self.edges.dst
         if policy.name == "async":
             return np.full(n, now)
         if policy.name == "deadline":
             limit = (now if round_start is None else round_start) + policy.deadline
         else:
             limit = np.inf if policy.timeout is None else now + policy.timeout
-        last = np.nanmax(np.where(np.isnan(arrival_time), -np.inf, arrival_time), axis=1)
-        last = np.maximum(last, now)
-        waits_forever = lost.any(axis=1)
+        last = np.full(n, now)
+        arrived = ~np.isnan(arrival_time)
+        np.maximum.at(last, dst[arrived], arrival_time[arrived])
+        waits_forever = np.zeros(n, bool)
+        waits_forever[dst[lost]] = True
         stop = np.where(waits_forever, limit, np.minimum(limit, last))
-        return np.where(np.isfinite(stop), stop, np.maximum(last, now))
+        return np.where(np.isfinite(stop), stop, last)
 
     def _collect(self, delivered: np.ndarray, late: np.ndarray, arrival_time: np.ndarray,
                  policy: Policy, end: float) -> None:
@@ -328,19 +396,16 @@ class Simulator:
         self._last_round[delivered] = self.round
         p = self._pending
         if policy.keeps_late:
-            d, s = np.nonzero(late)
-            p.dst = np.r_[p.dst, d]
-            p.src = np.r_[p.src, s]
-            p.arrival = np.r_[p.arrival, arrival_time[d, s]]
-            p.sent_round = np.r_[p.sent_round, np.full(d.size, self.round)]
+            edge = np.flatnonzero(late)
+            p.edge = np.r_[p.edge, edge]
+            p.arrival = np.r_[p.arrival, arrival_time[edge]]
+            p.sent_round = np.r_[p.sent_round, np.full(edge.size, self.round)]
         if p.arrival.size:
             due = p.arrival <= end
-            newer = p.sent_round[due] > self._last_round[p.dst[due], p.src[due]]
-            dd, ss, rr = p.dst[due][newer], p.src[due][newer], p.sent_round[due][newer]
-            np.maximum.at(self._last_round, (dd, ss), rr)
+            newer = p.sent_round[due] > self._last_round[p.edge[due]]
+            np.maximum.at(self._last_round, p.edge[due][newer], p.sent_round[due][newer])
             keep = ~due
-            p.dst, p.src, p.arrival, p.sent_round = p.dst[keep], p.src[keep], p.arrival[keep], \
-                p.sent_round[keep]
+            p.edge, p.arrival, p.sent_round = p.edge[keep], p.arrival[keep], p.sent_round[keep]
 
     def forget(self) -> None:
         """Drop all stored copies and pending messages (a new synchronisation epoch)."""
@@ -349,19 +414,20 @@ class Simulator:
 
     # ------------------------------------------------------------------ budgets and accounting
     def _apply_budget(self, request: np.ndarray, size: np.ndarray) -> np.ndarray:
-        """Messages refused by the budgets among those about to be sent, ``[dst, src]``.
+        """Messages refused by the budgets among those about to be sent, ``bool[E]``.
 
-        Accepted messages are charged to the sender's byte budgets and the receiver's peer budget.
+        Accepted messages are charged to the sender's byte budgets and the receiver's peer budget:
+        a receiver accepts new peers in sender order, a sender's messages are charged in
+        receiver order.
         """
-        n = self.n
-        blocked = np.zeros((n, n), bool)
+        n, e = self.n, self.edges
+        blocked = np.zeros(len(e), bool)
         cap = self.budget.get("peers_per_round")
         if cap is not None:
             new = request & ~self._round_peers
-            room = cap - self._round_peers.sum(axis=1)
-            blocked |= new & (np.cumsum(new, axis=1) > room[:, None])
+            room = cap - self.peers_accepted()
+            blocked |= new & (segment_cumsum(new, e.in_ptr) > room[e.dst])
         out = request & ~blocked
-        send_bytes = np.where(out, size, 0.0)
         per_round = self.budget.get("bytes_per_round")
         total = self.budget.get("total_bytes")
         if per_round is not None or total is not None:
@@ -370,15 +436,20 @@ class Simulator:
                 room = np.minimum(room, per_round - self._round_bytes)
             if total is not None:
                 room = np.minimum(room, total - self.total_bytes)
-            # a sender's messages in destination order; those that overflow its room are refused
-            over = np.cumsum(send_bytes.T, axis=1) > room[:, None] + 1e-9
-            blocked |= over.T & out
+            # a sender's messages in receiver order; those that overflow its room are refused
+            order = e.out_order
+            spent = segment_cumsum(np.where(out, size, 0.0)[order], e.out_ptr)
+            blocked[order] |= (spent > room[e.src[order]] + 1e-9) & out[order]
         accepted = request & ~blocked
         self._round_peers |= accepted
-        charged = np.where(accepted, size, 0.0).sum(axis=0)
+        charged = np.bincount(e.src, weights=np.where(accepted, size, 0.0), minlength=n)
         self._round_bytes += charged
         self.total_bytes += charged
         return blocked & request
+
+    def peers_accepted(self) -> np.ndarray:
+        """``[N]``: peers each receiver accepted so far this round (for its peer budget)."""
+        return np.bincount(self.edges.dst[self._round_peers], minlength=self.n)
 
     def _account(self, sent, delivered, lost, late, blocked, bytes_sent, latency,
                  staleness) -> None:
@@ -403,7 +474,7 @@ class Simulator:
                                 if book.messages_delivered else float("nan")),
                "max_staleness": book.max_staleness}
         self.history.append(row)
-        self.peer_history.append(self._round_peers.sum(axis=1))
+        self.peer_history.append(self.peers_accepted())
         self.bytes_history.append(self._round_bytes.copy())
         self.round += 1
         self._book = _RoundBook(start_time=self.now)
@@ -411,18 +482,23 @@ class Simulator:
         self._round_peers[:] = False
         return row
 
-    def _trace_exchange(self, request, link_up, blocked, src, dst, b, depart, arrival_time,
-                        lost, delivered, late, stop) -> None:
-        tr, r, now = self.trace, self.round, self.now
-        d, s = np.nonzero(request & ~link_up & ~blocked)
+    def _trace_exchange(self, request, want, link_up, blocked, src, dst, b, depart,
+                        arrival_time, lost, delivered, late, stop) -> None:
+        """Record a phase's events; ``request`` as given (a matrix may ask for pairs off the base
+        graph: their links are down), the rest over the edges or the messages."""
+        tr, r, now, e = self.trace, self.round, self.now, self.edges
+        down = want & ~link_up & ~blocked
+        if request.ndim == 2:
+            matrix = request & ~np.eye(self.n, dtype=bool)
+            matrix[e.dst, e.src] = down
+            d, s = np.nonzero(matrix)
+        else:
+            d, s = e.dst[down], e.src[down]
         tr.add("link_down", now, s, d, 0.0, r)
-        d, s = np.nonzero(blocked)
-        tr.add("blocked", now, s, d, 0.0, r)
+        tr.add("blocked", now, e.src[blocked], e.dst[blocked], 0.0, r)
         tr.add("send", depart, src, dst, b, r)
         for kind, mask in (("deliver", delivered), ("late", late)):
-            d, s = np.nonzero(mask)
-            tr.add(kind, arrival_time[d, s], s, d, 0.0, r)
-        d, s = np.nonzero(lost)
-        tr.add("lost", now, s, d, 0.0, r)
-        waited = np.flatnonzero(lost.any(axis=1) | late.any(axis=1))
+            tr.add(kind, arrival_time[mask], e.src[mask], e.dst[mask], 0.0, r)
+        tr.add("lost", now, e.src[lost], e.dst[lost], 0.0, r)
+        waited = np.unique(e.dst[lost | late])
         tr.add("timeout", stop[waited], -1, waited, 0.0, r)

@@ -10,9 +10,11 @@ server of a star (``server=True``, node N of the engine) is reached only through
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
+from netsim.network.edges import Edges
 from netsim.rng import Streams
 from netsim.sim.engine import ComputeResult, ExchangeResult, Simulator
 from netsim.sim.policy import Policy
@@ -63,19 +65,27 @@ class Network:
         """Which clients are up now, ``[N]``."""
         return self.sim.alive()[: self.n]
 
+    @cached_property
+    def _edges(self) -> tuple[Edges, np.ndarray]:
+        """The base graph's edges among clients, and the mask of those among the engine's."""
+        if self.sim.n == self.n:
+            return self.sim.edges, np.ones(len(self.sim.edges), bool)
+        return self.sim.edges.restrict(self.n)
+
     def in_edges(self) -> np.ndarray:
         """The base graph's directed edges among clients, receiver-major ``[dst, src]``."""
-        return self.sim.adjacency[: self.n, : self.n].T.copy()
+        return self._edges[0].matrix(True, False)
 
     def link_probability(self) -> np.ndarray:
         """P(link j->i up at a step), receiver-major ``[i, j]``, 0 off the base graph."""
-        a = self.sim.links.availability() * self.sim.adjacency
-        return a[: self.n, : self.n].T.copy()
+        edges, inside = self._edges
+        return edges.matrix(self.sim.links.availability_edges()[inside], 0.0)
 
     def delivery_probability(self) -> np.ndarray:
         """P(a message j->i sent at a step is not lost), link up included, receiver-major."""
-        loss = self.sim.loss.probability()[: self.n, : self.n].T
-        return self.link_probability() * (1.0 - loss)
+        edges, inside = self._edges
+        up, loss = self.sim.links.availability_edges(), self.sim.loss.probability()
+        return edges.matrix(up[inside] * (1.0 - loss[inside]), 0.0)
 
     # ------------------------------------------------------------------ budgets
     @property
@@ -111,48 +121,44 @@ class Network:
 
     def exchange(self, request: np.ndarray, nbytes, ready: np.ndarray | None = None,
                  round_start: float | None = None) -> ExchangeResult:
-        """One message along every requested client edge ``request[dst, src]``; ``ready[src]``:
-        when each sender starts sending (default now)."""
-        n, m = self.n, self.sim.n
-        if m > n:
-            full = np.zeros((m, m), bool)
-            full[:n, :n] = request
-            request = full
-        ex = self.sim.exchange(request, nbytes, ready=self._pad(ready, self.now),
+        """One message along every requested client edge: ``request[dst, src]`` (a matrix) or
+        ``bool[E]`` over the client edges; ``ready[src]``: when each sender starts sending
+        (default now)."""
+        if self.sim.n == self.n:
+            return self.sim.exchange(request, nbytes, ready=ready, policy=self.policy,
+                                     round_start=round_start)
+        edges, inside = self._edges
+        request = np.asarray(request, bool)
+        want = np.zeros(len(self.sim.edges), bool)
+        want[inside] = request if request.ndim == 1 else edges.gather(request)
+        ex = self.sim.exchange(want, nbytes, ready=self._pad(ready, self.now),
                                policy=self.policy, round_start=round_start)
-        return self._client_exchange(ex) if m > n else ex
-
-    def _client_exchange(self, ex: ExchangeResult) -> ExchangeResult:
-        n = self.n
-        cut = {k: getattr(ex, k)[:n, :n] for k in
-               ("requested", "link_up", "sent", "delivered", "available", "staleness",
-                "arrival_time", "blocked", "lost", "late")}
-        return replace(ex, bytes_sent=ex.bytes_sent[:n], **cut)
+        return ExchangeResult(edges, {k: v[inside] for k, v in ex.per_edge.items()},
+                              ex.bytes_sent[: self.n], ex.end,
+                              request=request if request.ndim == 2 else None)
 
     def broadcast(self, to: np.ndarray, nbytes, steps: int, step_time: float) -> Delivery:
         """The server sends ``nbytes`` to the clients ``to`` ``[N]``; those that receive it start
         ``steps`` local steps at its arrival (under a deadline policy the deadline counts from
         now)."""
-        n, t0 = self.n, self.now
-        down = np.zeros((n + 1, n + 1), bool)
-        down[:n, n] = to
+        n, t0, e = self.n, self.now, self.sim.edges
+        down = (e.src == n) & np.r_[np.asarray(to, bool), False][e.dst]
         got = self.sim.exchange(down, nbytes, policy=self.policy)
-        received = got.delivered[:n, n]
+        received = got.sent_by(n, "delivered", False)[:n]
         deadline = t0 + self.policy.deadline if self.policy.name == "deadline" else None
-        comp = self.compute(steps, step_time, active=received, start=got.arrival_time[:n, n],
-                            deadline=deadline)
+        comp = self.compute(steps, step_time, active=received,
+                            start=got.sent_by(n, "arrival_time", np.nan)[:n], deadline=deadline)
         return Delivery(comp, received)
 
     def gather(self, comp: ComputeResult, nbytes, round_start: float) -> np.ndarray:
         """The clients that finished ``comp`` upload ``nbytes`` to the server when they finish;
         returns the mask ``[N]`` of uploads the server accepted (receiver policy from
         ``round_start``)."""
-        n = self.n
-        up = np.zeros((n + 1, n + 1), bool)
-        up[n, :n] = comp.finished
+        n, e = self.n, self.sim.edges
+        up = (e.dst == n) & np.r_[comp.finished, False][e.src]
         sent = self.sim.exchange(up, nbytes, ready=self._pad(comp.finish_time, np.inf),
                                  policy=self.policy, round_start=round_start)
-        return sent.delivered[n, :n]
+        return sent.to(n, "delivered", False)[:n]
 
     # ------------------------------------------------------------------ accounting
     def new_step(self) -> None:

@@ -26,6 +26,18 @@ def grouped_cumsum(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
     return total - before
 
 
+def segment_cumsum(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    """Inclusive cumulative sum of every segment ``values[ptr[g]:ptr[g + 1]]``, each summed from
+    0 in order: bit for bit ``np.cumsum`` of each segment (unlike :func:`grouped_cumsum`, which
+    subtracts running totals). Segments of one length are summed together as rows of a matrix."""
+    out = np.empty(values.size, np.result_type(values, np.int64))
+    lengths = np.diff(ptr)
+    for length in np.unique(lengths[lengths > 0]):
+        rows = ptr[:-1][lengths == length][:, None] + np.arange(length)
+        out[rows] = np.cumsum(values[rows], axis=1)
+    return out
+
+
 def grouped_cummax(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Running maximum restarting at every new value of the sorted ``groups``."""
     if values.size == 0:
