@@ -75,7 +75,7 @@ DIPLE = Study("diple_100_mnist1d", (0, 1, 2, 3, 4))
 PDBO = Study("pdbo_100_mnist1d", (0, 1, 2))
 PDBO_LR = Study("pdbo_100_mnist1d", (0, 1, 2),
                 (("train.lr", 0.1), ("name", "pdbo_100_mnist1d_lr0.1")))
-COBO = Study("cobo_cross_device_mnist1d", (0,))
+COBO = Study("cobo_cross_device_mnist1d", (0, 1, 2))
 PAPERS: dict[str, tuple[Block, ...]] = {
     "dpfl": (Block("dpfl", DPFL, pairs=_pairs(
         "dpfl_inf:random_inf dpfl_20:random_20 dpfl_10:random_10 dpfl_5:random_5 "
