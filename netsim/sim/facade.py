@@ -112,7 +112,8 @@ class Network:
     def compute(self, steps, step_time: float, active: np.ndarray | None = None,
                 start: np.ndarray | None = None, deadline: float | None = None) -> ComputeResult:
         """Local work of the ``active`` clients (all when None): ``steps`` steps of
-        ``step_time`` s, starting at ``max(now, start)``; see :meth:`Simulator.compute`."""
+        ``step_time`` s from ``start`` (default now; a start before now is kept); see
+        :meth:`Simulator.compute`."""
         if active is None and self.sim.n > self.n:
             active = np.ones(self.n, bool)
         comp = self.sim.compute(steps, step_time, active=self._pad(active, False),
