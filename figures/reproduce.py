@@ -72,8 +72,8 @@ def _pairs(text: str) -> tuple[tuple[str, str], ...]:
 
 DPFL = Study("dpfl_100", (0, 1, 2, 3, 4))
 DIPLE = Study("diple_100_mnist1d", (0, 1, 2, 3, 4))
-PDBO = Study("pdbo_100_mnist1d", (0, 1, 2))
-PDBO_LR = Study("pdbo_100_mnist1d", (0, 1, 2),
+PDBO = Study("pdbo_100_mnist1d", (0, 1, 2, 3, 4))
+PDBO_LR = Study("pdbo_100_mnist1d", (0, 1, 2, 3, 4),
                 (("train.lr", 0.1), ("name", "pdbo_100_mnist1d_lr0.1")))
 COBO = Study("cobo_cross_device_mnist1d", (0, 1, 2))
 PAPERS: dict[str, tuple[Block, ...]] = {
