@@ -126,6 +126,10 @@ class Algorithm:
         """Record the realised client-to-client communication graph of this round."""
         self.links_log.append(delivered)
 
+    def log_exchange(self, ex: ExchangeResult) -> None:
+        """:meth:`log_links` of an exchange's deliveries, from its edge list."""
+        self.links_log.append_flat(ex.edges.key[ex.per_edge["delivered"]])
+
     def push_sum_graph(self) -> GraphCheck:
         """The graph of links that can ever deliver, checked for push-sum; warns (once per
         message) before the run when it is not strongly connected."""

@@ -41,8 +41,13 @@ class DPSGD(Gossip):
                                choices=PUSH_SUM_FIELDS["loss_recovery"].choices),
     }
 
+    #: the mixing matrix kept for the results, the next one, the Metropolis weights (float64)
+    #: and the round's boolean masks
+    pair_bytes = 32
+
     def __init__(self, ctx):
         super().__init__(ctx)
+        self.last_mixing = np.eye(self.n)
         adj = self.net.in_edges()
         if not np.array_equal(adj, adj.T):
             raise ConfigError("network.topology.name", ctx.cfg["network"]["topology"]["name"],
@@ -54,6 +59,9 @@ class DPSGD(Gossip):
             self.push_sum = PushSum.from_params(self.n, self.hp, self.push_sum_graph().draining)
             self.w = self.push_sum.fresh_weights(self.device)
             self.z = self.push_sum.bias(self.bank.flat, self.w)
+
+    def collaboration(self) -> np.ndarray:
+        return self.last_mixing
 
     def payload_bytes(self) -> float:
         return float(self.bank.size_bytes + (4 if self.push_sum else 0))

@@ -22,7 +22,6 @@ import torch
 
 from algorithms import register
 from algorithms.gossip import Gossip
-from netsim.runtime.mixing import push_sum_weights
 from netsim.runtime.pushsum import PUSH_SUM_FIELDS, PushSum
 from netsim.schema import Field
 from topologies.generators import exponential_peer
@@ -62,12 +61,16 @@ class SGP(Gossip):
     def round(self, t: int) -> None:
         ex, delta = self.step(t)
         z = self.z if self.hp.form == "nedic" else self.push_sum.bias(self.bank.flat, self.w)
-        z, w = self.push_sum.step([z, self.w], push_sum_weights(ex.link_up), ex.link_up,
-                                  ex.delivered)
-        self.last_mixing = self.push_sum.last_mixing
+        e, up = ex.edges, ex.per_edge["link_up"]
+        own = 1.0 / (1.0 + np.bincount(e.src[up], minlength=self.n))   # push_sum_weights
+        z, w = self.push_sum.step_edges([z, self.w], e.key, own[e.src], own, up,
+                                        ex.per_edge["delivered"])
         self.w = w
         self.z = self.push_sum.add_step(z, delta, w) if self.hp.form == "nedic" else z
         self.push_sum.debias_into(self.bank.flat, self.z, self.w)
+
+    def collaboration(self) -> np.ndarray:
+        return self.push_sum.last_mixing
 
     def health(self) -> dict[str, torch.Tensor]:
         return {**super().health(), "push-sum weight": self.w}

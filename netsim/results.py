@@ -183,6 +183,16 @@ class LinksLog:
         self.stored.append(edges.astype(self._index) if 32 * edges.size < d.size
                            else np.packbits(d))
 
+    def append_flat(self, flat: np.ndarray) -> None:
+        """:meth:`append` from the sorted flat indices ``dst * N + src`` of the delivered pairs
+        (no ``[N, N]`` matrix is built unless the round is stored as bits)."""
+        if 32 * flat.size < self.n * self.n:
+            self.stored.append(np.asarray(flat).astype(self._index))
+            return
+        d = np.zeros(self.n * self.n, bool)
+        d[flat] = True
+        self.stored.append(np.packbits(d))
+
     def __getitem__(self, r: int) -> np.ndarray:
         stored = self.stored[r]
         if stored.dtype == np.uint8:                             # packed bits

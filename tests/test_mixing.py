@@ -37,3 +37,20 @@ def test_rows_normalise_is_row_stochastic_and_keeps_an_empty_row_home():
     out = rows_normalise(w)
     np.testing.assert_allclose(out.sum(axis=1), 1.0, atol=1e-12)
     assert out[2, 2] == 1.0 and out[2].sum() == 1.0
+
+
+def test_mix_takes_the_same_sums_on_every_path():
+    """Above SPARSE_MIN_N a sparse numpy W mixes a float64 state through scipy's CSR product:
+    bit-identical to torch's CSR product, equal to the dense product up to rounding."""
+    import torch
+
+    from netsim.runtime.mixing import SPARSE_MIN_N, mix
+
+    rng = np.random.default_rng(1)
+    n = SPARSE_MIN_N
+    W = push_sum_weights(rng.random((n, n)) < 3 / n)
+    X = torch.randn(n, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    fast = mix(W, X)
+    assert torch.equal(fast, torch.from_numpy(W).to_sparse_csr() @ X)
+    assert torch.allclose(fast, torch.from_numpy(W) @ X, rtol=0, atol=1e-13)
+    assert torch.equal(mix(W, X.float()), torch.from_numpy(W).float().to_sparse_csr() @ X.float())

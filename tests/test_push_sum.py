@@ -18,7 +18,7 @@ from helpers import build, play
 N = 20
 
 
-def frozen(recovery: str, form: str, rounds: int, name: str = "sgp") -> Scenario:
+def frozen(recovery: str, form: str, rounds: int, name: str = "sgp", **options) -> Scenario:
     """lr 0, 20 nodes, Bernoulli(0.5) directed links, 20% i.i.d. loss and a deadline that
     makes about 10% of the sent messages late."""
     return Scenario({
@@ -32,15 +32,15 @@ def frozen(recovery: str, form: str, rounds: int, name: str = "sgp") -> Scenario
                     "policy": {"name": "deadline", "deadline": 0.021}},
         "train": {"lr": 0.0, "batch_size": 4, "local_steps": 1},
         "schedule": {"rounds": rounds, "eval_every": rounds},
-        "algorithms": [{"name": name, "loss_recovery": recovery,
+        "algorithms": [{"name": name, "loss_recovery": recovery, **options,
                         **({"form": form} if name == "sgp" else {})}],
         "outputs": {"figures": False, "progress": False}})
 
 
-def run_frozen(recovery: str, form: str, rounds: int = 2000, name: str = "sgp"):
+def run_frozen(recovery: str, form: str, rounds: int = 2000, name: str = "sgp", **options):
     """The SGP algorithm after ``rounds`` rounds from distinct random models, the initial
     average, and the share of sent messages that were lost and late."""
-    alg = build(frozen(recovery, form, rounds, name))
+    alg = build(frozen(recovery, form, rounds, name, **options))
     gen = torch.Generator().manual_seed(1)
     alg.bank.flat.copy_(torch.randn(alg.bank.flat.shape, generator=gen))
     if alg.push_sum is not None:
@@ -70,6 +70,17 @@ def test_running_sums_keep_the_mass_and_the_exact_average_under_loss_and_latenes
     assert abs(total - N) / N < 1e-6
     assert float(flight.sum()) > 1.0                     # much of the mass is in flight ...
     assert float((alg.bank.flat.double() - average).abs().max()) < 1e-5   # ... none lost
+
+
+def test_a_float32_state_keeps_the_weights_exact_and_the_average_to_float32_rounding():
+    """``state_dtype: float32``: z and its mass in flight in float32, w in float64. After 2,000
+    lossy rounds the weights' mass is exact and the models agree on the initial average up to
+    float32 rounding accumulated over the rounds (1.8e-5 for unit-variance values)."""
+    alg, average, _, _ = run_frozen("running_sums", "nedic", state_dtype="float32")
+    assert alg.z.dtype == torch.float32 and alg.w.dtype == torch.float64
+    assert abs(float(alg.w.sum() + alg.push_sum.in_flight()[1].sum()) - N) / N < 1e-9
+    err = float((alg.bank.flat.double() - average).abs().max())
+    assert 1e-6 < err < 1e-4                 # float64: 3e-8 (the float32 models themselves)
 
 
 @pytest.mark.parametrize("form", ["nedic", "assran"])

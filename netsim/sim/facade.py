@@ -72,6 +72,12 @@ class Network:
             return self.sim.edges, np.ones(len(self.sim.edges), bool)
         return self.sim.edges.restrict(self.n)
 
+    @property
+    def edges(self) -> Edges:
+        """The base graph's directed edges among clients (the order of the per-edge arrays of
+        :meth:`exchange`'s result and of a ``bool[E]`` request)."""
+        return self._edges[0]
+
     def in_edges(self) -> np.ndarray:
         """The base graph's directed edges among clients, receiver-major ``[dst, src]``."""
         return self._edges[0].matrix(True, False)
