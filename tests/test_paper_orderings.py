@@ -235,5 +235,6 @@ def test_reproduce_names_each_missing_folder(diple, tmp_path, capsys):
     assert [x.split()[1] for x in err] == [
         str(diple.dir.parent / name) for name in ("dpfl_100", "pdbo_100_mnist1d",
                                                   "pdbo_100_mnist1d_lr0.1",
-                                                  "cobo_cross_device_mnist1d")]
+                                                  "cobo_cross_device_mnist1d",
+                                                  "cobo_cross_device_mnist1d_tuned")]
     assert "| diple |" in doc.read_text()            # the folders present are still written

@@ -20,6 +20,7 @@ table instead of one folder.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -29,9 +30,10 @@ from netsim.analysis.folder import client_rows, client_table, has_arrays, rebuil
 from netsim.analysis.series import accuracy_curves, series_by_algorithm
 from netsim.plot.curves import (draw_accuracy, final_client_stats, plot_accuracy, plot_scatter,
                                 plot_series)
-from netsim.plot.digraph import plot_digraph
+from netsim.plot.digraph import plot_digraph, plot_digraphs
 from netsim.plot.links import plot_links
-from netsim.plot.matrices import plot_collaboration, plot_collaboration_grid
+from netsim.plot.matrices import (plot_collaboration, plot_collaboration_grid,
+                                  plot_collaborations)
 from netsim.plot.partition import draw_partition, plot_partition
 from netsim.plot.robustness import plot_robustness
 from netsim.plot.timeline import plot_timeline
@@ -39,7 +41,8 @@ from netsim.results import Results
 from netsim.sim.trace import read_trace
 
 __all__ = ["KINDS", "draw_accuracy", "draw_partition", "legend_names", "node_labels",
-           "plot_accuracy", "plot_collaboration", "plot_collaboration_grid", "plot_digraph",
+           "plot_accuracy", "plot_collaboration", "plot_collaboration_grid",
+           "plot_collaborations", "plot_digraph", "plot_digraphs",
            "plot_links", "plot_partition", "plot_robustness", "plot_scatter", "plot_series",
            "plot_timeline", "write_run_figures"]
 
@@ -72,12 +75,12 @@ def _accuracy(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
 
 
 def _collab(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
-    out = []
-    for alg, seed in _first_seeds(res, "collab"):
-        c, (cluster, _) = res.arrays("collab", alg, seed), client_table(res, seed)
-        out += plot_collaboration(c["W"], c["rounds"], fig_dir / f"collab_{alg}_seed{seed}.png",
-                                  f"{alg} (seed {seed})", cluster, pdf=pdf)
-    return out
+    def run(alg: str, seed: int) -> tuple:
+        c = res.arrays("collab", alg, seed)
+        return (c["W"], c["rounds"], client_table(res, seed)[0], f"{alg} (seed {seed})",
+                fig_dir / f"collab_{alg}_seed{seed}.png")
+    return plot_collaborations((run(alg, seed) for alg, seed in _first_seeds(res, "collab")),
+                               pdf=pdf)
 
 
 def node_labels(cluster: np.ndarray, group) -> list[str]:
@@ -98,14 +101,12 @@ def node_labels(cluster: np.ndarray, group) -> list[str]:
 def _graph(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
     """The final collaboration graph of each algorithm's first seed (netsim.plot.digraph),
     clients on a circle sorted by cluster."""
-    out = []
-    for alg, seed in _first_seeds(res, "collab"):
+    def run(alg: str, seed: int) -> tuple:
         c, (cluster, group) = res.arrays("collab", alg, seed), client_table(res, seed)
-        order = np.argsort(cluster, kind="stable")
-        out += plot_digraph(c["W"][-1], fig_dir / f"graph_{alg}_seed{seed}.png", order,
-                            node_labels(cluster, group),
-                            title=f"{alg}, round {int(c['rounds'][-1])} (seed {seed})", pdf=pdf)
-    return out
+        return (c["W"][-1], np.argsort(cluster, kind="stable"), node_labels(cluster, group),
+                f"{alg}, round {int(c['rounds'][-1])} (seed {seed})",
+                fig_dir / f"graph_{alg}_seed{seed}.png")
+    return plot_digraphs((run(alg, seed) for alg, seed in _first_seeds(res, "collab")), pdf=pdf)
 
 
 def _scatter(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
@@ -113,15 +114,22 @@ def _scatter(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
                         pdf, _order(res))
 
 
+@functools.lru_cache(maxsize=1)
+def _graph_series(res: Results) -> dict:
+    """:func:`series_by_algorithm` of a folder, computed once for the asymmetry and groups
+    figures of one :func:`write_run_figures` (its Results object)."""
+    return series_by_algorithm(res)
+
+
 def _asymmetry(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
-    series = series_by_algorithm(res)
+    series = _graph_series(res)
     if not series:
         return []
     return plot_series(series, ["asymmetry", "sparsity"], fig_dir / "asymmetry_sparsity.png", pdf)
 
 
 def _groups(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
-    series = series_by_algorithm(res)
+    series = _graph_series(res)
     cols = sorted({c for frames in series.values() for c in frames[0].columns
                    if c.startswith("share_") and len(set(c[6:].split("_uses_"))) == 2})
     if not cols:

@@ -13,6 +13,7 @@ from pathlib import Path
 import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
 # Okabe & Ito (2008): distinguishable under the common colour-vision deficiencies
 # (yellow last: the weakest on white)
@@ -94,13 +95,31 @@ def clamp(ax, limits: tuple[float, float] | None) -> None:
         ax.set_ylim(max(lo, limits[0]), min(hi, limits[1]))
 
 
+def freeze_layout(fig: Figure) -> Bbox | None:
+    """Lay ``fig`` out once at the output resolution (:rc:`savefig.dpi`) and fix it (the layout
+    engine is removed: later saves keep the axes where they are); returns the box to save with
+    :rc:`savefig.bbox` ``tight`` (padded by :rc:`savefig.pad_inches`), else None. ``savefig``
+    with a layout engine and ``bbox_inches="tight"`` lays out and draws a figure twice per
+    file."""
+    dpi = matplotlib.rcParams["savefig.dpi"]
+    fig.set_dpi(fig.dpi if dpi == "figure" else dpi)
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)
+        fig.set_layout_engine(None)          # not "none": savefig lays out its placeholder
+    if matplotlib.rcParams["savefig.bbox"] != "tight":
+        return None
+    return fig.get_tightbbox(fig.canvas.get_renderer()).padded(
+        matplotlib.rcParams["savefig.pad_inches"])
+
+
 def save(fig: Figure, path: str | Path, pdf: bool = False) -> list[Path]:
-    """Write ``path`` (PNG) and, with ``pdf``, the same figure as vector PDF next to it."""
+    """Write ``path`` (PNG) and, with ``pdf``, the same figure as vector PDF next to it: laid out
+    once (:func:`freeze_layout`), the PNG drawn once."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    out = [path]
-    if pdf:
-        fig.savefig(path.with_suffix(".pdf"))
-        out.append(path.with_suffix(".pdf"))
-    return out
+    fig.savefig(path, bbox_inches=freeze_layout(fig))
+    if not pdf:
+        return [path]
+    fig.savefig(path.with_suffix(".pdf"))     # its own tight box: PDF text is a little wider
+    return [path, path.with_suffix(".pdf")]
