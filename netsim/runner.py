@@ -101,8 +101,7 @@ def learned(rec: Recorder, cluster: np.ndarray) -> dict[str, float | None]:
     its largest off-diagonal weight (netsim.analysis.graphs.cluster_recovery) and, for a mixture
     with personal weights (``outer/`` arrays: PDBO-MTL), ``outer_precision`` / ``outer_recall``
     of the pairs of clients whose largest weight is on the same learner."""
-    from netsim.analysis.graphs import cluster_recovery, oracle_matrix
-    from netsim.analysis.per_run import outer_analysis
+    from netsim.analysis.graphs import cluster_recovery, oracle_matrix, outer_analysis
 
     cluster = np.asarray(cluster)
     if not oracle_matrix(cluster).any():

@@ -306,8 +306,7 @@ def test_write_analysis_graphml_and_cli(folder, capsys):
 
 
 def test_cluster_recovery_is_relative_to_the_largest_off_diagonal_weight():
-    from netsim.analysis.graphs import cluster_recovery, dominant_pairs, relative
-    from netsim.analysis.per_run import outer_analysis
+    from netsim.analysis.graphs import cluster_recovery, dominant_pairs, outer_analysis, relative
 
     cluster = np.array([0, 0, 1, 1])
     # the diagonal (0.9) is ignored: largest off-diagonal 0.6, threshold 0.3

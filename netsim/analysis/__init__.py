@@ -6,27 +6,27 @@ reciprocity, spectra, ...), ``communities``, ``temporal`` (stability, joint conn
 truth), ``series`` (accuracy curves, graph metrics per evaluation), ``per_run`` (``analyze``),
 ``table`` (the printed table; ``columns`` defines its rows), ``export`` (analysis.json/csv, GraphML). Robustness tables over
 several folders: :mod:`netsim.sweep_table`.
-"""
-from netsim.analysis.communities import community_analysis, community_scores, detect_communities
-from netsim.analysis.export import export_graphml, write_analysis
-from netsim.analysis.graphs import (collab_graph, edge_precision_recall, edges, group_shares,
-                                    link_share, oracle_matrix)
-from netsim.analysis.metrics import (asymmetry, components, degree_distribution, density,
-                                     graph_metrics, in_degree, mixing_matrix, out_degree,
-                                     reciprocity, spectral)
-from netsim.analysis.per_run import analyze
-from netsim.analysis.series import graph_series
-from netsim.analysis.stats import mean_ci
-from netsim.analysis.table import format_table
-from netsim.analysis.temporal import (jaccard, joint_connectivity_window, link_metrics,
-                                      rounds_to_connect, stabilisation_round, stability,
-                                      strongly_connected, union_connected)
 
-__all__ = ["analyze", "asymmetry", "collab_graph", "community_analysis", "community_scores",
-           "components", "degree_distribution", "density", "detect_communities",
-           "edge_precision_recall", "edges", "export_graphml", "format_table", "graph_metrics",
-           "graph_series", "group_shares", "in_degree", "jaccard", "joint_connectivity_window",
-           "link_metrics", "link_share", "mean_ci", "mixing_matrix", "oracle_matrix",
-           "out_degree", "reciprocity", "rounds_to_connect", "spectral",
-           "stabilisation_round", "stability", "strongly_connected", "union_connected",
-           "write_analysis"]
+The names below are imported on first use (:mod:`netsim.lazy`), so what needs one analysis
+(the end of every run: ``graphs``) does not load the others' scikit-learn, pandas and scipy.
+"""
+from netsim.lazy import lazy_getattr
+
+#: submodule -> the names it exports here
+_EXPORTS = {
+    "communities": ("community_analysis", "community_scores", "detect_communities"),
+    "export": ("export_graphml", "write_analysis"),
+    "graphs": ("collab_graph", "edge_precision_recall", "edges", "group_shares", "link_share",
+               "oracle_matrix"),
+    "metrics": ("asymmetry", "components", "degree_distribution", "density", "graph_metrics",
+                "in_degree", "mixing_matrix", "out_degree", "reciprocity", "spectral"),
+    "per_run": ("analyze",),
+    "series": ("graph_series",),
+    "stats": ("mean_ci",),
+    "table": ("format_table",),
+    "temporal": ("jaccard", "joint_connectivity_window", "link_metrics", "rounds_to_connect",
+                 "stabilisation_round", "stability", "strongly_connected", "union_connected"),
+}
+__getattr__ = lazy_getattr(__name__, {name: f"{__name__}.{module}"
+                                      for module, names in _EXPORTS.items() for name in names})
+__all__ = sorted(name for names in _EXPORTS.values() for name in names)

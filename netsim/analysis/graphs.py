@@ -81,6 +81,19 @@ def dominant_pairs(weights: np.ndarray) -> np.ndarray:
     return top[:, None] == top[None, :]
 
 
+def outer_analysis(weights: np.ndarray, cluster: np.ndarray) -> dict:
+    """What a mixture of K learners with personal weights learned (PDBO-MTL's softmax(lambda_i),
+    ``outer/`` arrays ``weights [S, N, K]``), at the last outer step: ``outer_precision`` /
+    ``outer_recall`` of the pairs of clients whose largest weight is on the same learner against
+    the same-cluster pairs, ``outer_max_weight`` (mean over clients of the largest weight) and
+    ``outer_learners`` (learners that are some client's largest)."""
+    w = np.asarray(weights, float)[-1]
+    precision, recall = edge_precision_recall(dominant_pairs(w).astype(float), cluster, 0.5)
+    return {"outer_precision": precision, "outer_recall": recall,
+            "outer_max_weight": float(w.max(1).mean()),
+            "outer_learners": float(np.unique(w.argmax(1)).size)}
+
+
 def link_share(W: np.ndarray, rows: np.ndarray, cols: np.ndarray, threshold: float = 0.0) -> float:
     """Share of the edges of the clients in ``rows`` that come from clients in ``cols``.
 

@@ -15,7 +15,7 @@ import pandas as pd
 
 from netsim.analysis.communities import community_analysis
 from netsim.analysis.folder import as_results, client_table, has_arrays, runs
-from netsim.analysis.graphs import (dominant_pairs, edge_precision_recall, edges, group_shares,
+from netsim.analysis.graphs import (edge_precision_recall, edges, group_shares, outer_analysis,
                                     relative)
 from netsim.analysis.metrics import degree_distribution, graph_metrics
 from netsim.analysis.series import accuracy_curves, time_to_target
@@ -57,19 +57,6 @@ def collab_analysis(W: np.ndarray, rounds: np.ndarray, cluster: np.ndarray, grou
             "precision": precision, "recall": recall, **group_shares(final, group, threshold),
             "jaccard_mean": float(jac.mean()) if jac.size else float("nan"),
             "stable_from": float("nan") if stable is None else float(stable)}
-
-
-def outer_analysis(weights: np.ndarray, cluster: np.ndarray) -> dict:
-    """What a mixture of K learners with personal weights learned (PDBO-MTL's softmax(lambda_i),
-    ``outer/`` arrays ``weights [S, N, K]``), at the last outer step: ``outer_precision`` /
-    ``outer_recall`` of the pairs of clients whose largest weight is on the same learner against
-    the same-cluster pairs, ``outer_max_weight`` (mean over clients of the largest weight) and
-    ``outer_learners`` (learners that are some client's largest)."""
-    w = np.asarray(weights, float)[-1]
-    precision, recall = edge_precision_recall(dominant_pairs(w).astype(float), cluster, 0.5)
-    return {"outer_precision": precision, "outer_recall": recall,
-            "outer_max_weight": float(w.max(1).mean()),
-            "outer_learners": float(np.unique(w.argmax(1)).size)}
 
 
 def analyze_run(res: Results, algorithm: str, seed: int, threshold: float = 0.0,

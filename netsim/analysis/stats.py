@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 
 def mean_ci(values, level: float = 0.95) -> tuple[float, float, float]:
@@ -17,5 +16,6 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float, float]:
     mean = float(v.mean())
     if v.size < 2:
         return mean, mean, mean
+    from scipy import stats             # imported for an interval only (about 0.5 s)
     half = float(stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
     return mean, mean - half, mean + half
