@@ -82,11 +82,11 @@ DIPLE = Study("diple_100_mnist1d", (0, 1, 2, 3, 4))
 PDBO = Study("pdbo_100_mnist1d", (0, 1, 2, 3, 4))
 PDBO_LR = Study("pdbo_100_mnist1d", (0, 1, 2, 3, 4),
                 (("train.lr", 0.1), ("name", "pdbo_100_mnist1d_lr0.1")))
-COBO = Study("cobo_cross_device_mnist1d", (0, 1, 2))
+COBO = Study("cobo_cross_device_mnist1d", (0, 1, 2, 3, 4))
 #: chosen on seed 0's mean validation accuracy among 5 settings (1 local step at lr 0.1, the
 #: scenario's, 0.3 and 1.0; 5 local steps at lr 0.1 and 0.3), rho x lr kept at the scenario's
 #: 0.005; FC left out: its O(n^2) gradients per step would take about 17 min a seed
-COBO_TUNED = Study("cobo_cross_device_mnist1d", (0, 1, 2),
+COBO_TUNED = Study("cobo_cross_device_mnist1d", (0, 1, 2, 3, 4),
                    (("name", "cobo_cross_device_mnist1d_tuned"), ("train.local_steps", 5),
                     ("train.lr", 0.3), ("algorithms.cobo.rho", 0.05 / 3)), drop=("fc",))
 PAPERS: dict[str, tuple[Block, ...]] = {
