@@ -11,7 +11,8 @@ partition), MLP 64-128-10, 1 local SGD step of batch 32 per round, evaluation on
 - ``loop``: the same FedAvg with one ``nn.Module`` and ``torch.optim.SGD`` per client.
 - netsim, with the full engine on: FedAvg on a star with stragglers (lognormal speeds, 10% of
   the clients 5x slower), a deadline and 1% loss; SGP and D-PSGD (and DPFL, CoBo, DiPLe, PDBO)
-  on random directed Bernoulli(0.5) links of the complete graph with latency and 1% loss.
+  on random directed Bernoulli(0.5) links of the complete graph with latency and 1% loss;
+  ``sgp_float32``: SGP with its push-sum state z in float32 (``state_dtype``).
 
 The floor, the loop and netsim's FedAvg start from the same initial weights on the same client
 data. Every configuration runs once per repetition, interleaved, so that background load hits them
@@ -64,6 +65,7 @@ PDBO_INNER = 10
 NETSIM = {
     "fedavg": ("fedavg", STAR),
     "sgp": ("sgp", RANDOM),
+    "sgp_float32": ({"name": "sgp", "state_dtype": "float32"}, RANDOM),
     "dpsgd": ("dpsgd", RANDOM),
     "dpfl": ({"name": "dpfl", "budget": 0.1}, RANDOM),
     "cobo": ("cobo", RANDOM),

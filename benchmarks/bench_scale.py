@@ -1,13 +1,14 @@
 """Time and memory of SGP against the number of clients, each size in a fresh process.
 
     python benchmarks/bench_scale.py [--sizes 100 300 1000 3000 10000] [--rounds 20]
-                                     [--threads 1]
+                                     [--threads 1] [--state-dtype float64|float32]
 
 Workload (issue 18's first scale case): SGP on a sparse random directed graph (Erdős–Rényi with
 p = 5 / (N - 1), so the mean out-degree stays 5) with bench_peer's random directed links
 (Bernoulli(0.5) per step, latency with jitter, 1% loss), an MLP 64-64-10 trained with batch 2,
 one local step per round, on a 10-class Gaussian mixture in 64 dimensions with 20 samples per
-client (iid), evaluated only at the end.
+client (iid), evaluated only at the end. ``--state-dtype``: SGP's push-sum state z (the
+``state_dtype`` option; default float64).
 
 Per size: seconds per round (mean over rounds 2..R, timed between rounds by a run-loop
 callback, recording and netsim's default checkpoints included, setup and evaluations not), the
@@ -35,7 +36,7 @@ from bench_peer import RANDOM, peak_rss_mb, per_round  # noqa: E402
 DEGREE, SAMPLES, BATCH = 5, 20, 2
 
 
-def scenario(n: int, rounds: int) -> dict:
+def scenario(n: int, rounds: int, state_dtype: str = "float64") -> dict:
     """The workload on ``n`` clients."""
     return {
         "name": f"bench_scale_{n}", "seed": 0, "clients": n,
@@ -46,12 +47,12 @@ def scenario(n: int, rounds: int) -> dict:
         "network": {**RANDOM, "topology": {"name": "erdos_renyi", "p": DEGREE / (n - 1)}},
         "train": {"lr": 0.05, "momentum": 0.0, "batch_size": BATCH, "local_steps": 1},
         "schedule": {"rounds": rounds, "eval_every": rounds},
-        "algorithms": ["sgp"],
+        "algorithms": [{"name": "sgp", "state_dtype": state_dtype}],
         "outputs": {"figures": False, "progress": False},
     }
 
 
-def child(n: int, rounds: int, threads: int) -> dict:
+def child(n: int, rounds: int, threads: int, state_dtype: str) -> dict:
     """Run the workload once on ``n`` clients; what this process measured."""
     from netsim import Scenario, run
     from netsim.loop import Callback
@@ -69,7 +70,7 @@ def child(n: int, rounds: int, threads: int) -> dict:
 
     clock = Clock()
     with tempfile.TemporaryDirectory() as out:
-        res = run(Scenario(scenario(n, rounds)), out=out, quiet=True, threads=threads,
+        res = run(Scenario(scenario(n, rounds, state_dtype)), out=out, quiet=True, threads=threads,
                   callbacks=[clock])
         sgp = res.summary["algorithms"]["sgp"]
     s_round = per_round(clock.ends)
@@ -78,10 +79,11 @@ def child(n: int, rounds: int, threads: int) -> dict:
             "run_s": sgp["wall_time"], "peak_mb": peak_rss_mb(), "accuracy": sgp["mean_accuracy"]}
 
 
-def measure(n: int, rounds: int, threads: int) -> dict:
+def measure(n: int, rounds: int, threads: int, state_dtype: str) -> dict:
     """:func:`child` in a fresh process."""
     out = subprocess.run([sys.executable, __file__, "--child", str(n), "--rounds", str(rounds),
-                          "--threads", str(threads)], check=True, capture_output=True, text=True)
+                          "--threads", str(threads), "--state-dtype", state_dtype], check=True,
+                         capture_output=True, text=True)
     return json.loads(out.stdout.splitlines()[-1])
 
 
@@ -95,14 +97,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000, 3000, 10000])
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--state-dtype", default="float64", choices=("float64", "float32"))
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child, args.rounds, args.threads)))
+        print(json.dumps(child(args.child, args.rounds, args.threads, args.state_dtype)))
         return
-    rows = [measure(n, args.rounds, args.threads) for n in args.sizes]
-    print(f"# SGP, Erdős–Rényi mean out-degree {DEGREE}, {args.rounds} rounds, "
-          f"{args.threads} thread(s), load average {os.getloadavg()[0]:.2f}")
+    rows = [measure(n, args.rounds, args.threads, args.state_dtype) for n in args.sizes]
+    print(f"# SGP ({args.state_dtype} state), Erdős–Rényi mean out-degree {DEGREE}, "
+          f"{args.rounds} rounds, {args.threads} thread(s), load average "
+          f"{os.getloadavg()[0]:.2f}")
     print(f"{'N':>6}{'s/round':>10}{'engine ms':>10}{'engine':>8}{'run s':>8}{'peak MB':>9}"
           f"{'exp time':>10}{'exp engine':>11}{'exp mem':>9}")
     for prev, row in zip([None, *rows], rows):
