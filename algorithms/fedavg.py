@@ -34,11 +34,11 @@ class ServerAveraging(Algorithm):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.bank = self.new_bank()
-        self.group = self.groups()
-        self.group_of = torch.as_tensor(self.group, device=self.device)
-        k = int(self.group.max()) + 1
+        self.server_index = self.groups()
+        self.group_of = torch.as_tensor(self.server_index, device=self.device)
+        k = int(self.server_index.max()) + 1
         self.onehot = torch.zeros(k, self.n, device=self.device)
-        self.onehot[torch.as_tensor(self.group), torch.arange(self.n)] = 1.0
+        self.onehot[torch.as_tensor(self.server_index), torch.arange(self.n)] = 1.0
         sizes = self.data.n["train"].to(self.device, torch.float32)
         self.weight = sizes if self.hp.weighting == "data" else torch.ones_like(sizes)
         self.server_models = self.bank.flat[:1].repeat(k, 1).clone()
@@ -77,7 +77,7 @@ class ServerAveraging(Algorithm):
 
     def collaboration(self) -> np.ndarray:
         a = (self.onehot * self.weight[None, :]).cpu().numpy()
-        w = a[self.group]
+        w = a[self.server_index]
         return w / w.sum(1, keepdims=True)
 
 

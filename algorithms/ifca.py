@@ -69,7 +69,8 @@ class IFCA(ServerAveraging):
         idx = self.index(received, self.device)
         if idx.numel():
             self.assign(idx, self.choose(idx))
-        self.bank.flat[idx] = self.server_models[torch.as_tensor(self.group, device=self.device)[idx]]
+        own = torch.as_tensor(self.server_index, device=self.device)[idx]
+        self.bank.flat[idx] = self.server_models[own]
         self.bank.reset_momentum(idx)
         start = self.bank.flat.clone()
         self.local_sgd(self.bank, self.train.local_steps,
@@ -99,7 +100,7 @@ class IFCA(ServerAveraging):
 
     def assign(self, idx: torch.Tensor, cluster: torch.Tensor) -> None:
         """Move the listed clients to their chosen clusters (one-hot rows of the server)."""
-        self.group[idx.cpu().numpy()] = cluster.cpu().numpy()
+        self.server_index[idx.cpu().numpy()] = cluster.cpu().numpy()
         self.onehot.zero_()
-        self.onehot[torch.as_tensor(self.group, device=self.device),
+        self.onehot[torch.as_tensor(self.server_index, device=self.device),
                     torch.arange(self.n, device=self.device)] = 1.0

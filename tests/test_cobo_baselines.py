@@ -51,7 +51,7 @@ def test_ifca_picks_the_lowest_loss_centre_and_keeps_the_true_centres(select, ag
     perm = np.array([2, 0, 1])                                  # server slot j holds centre perm[j]
     alg.server_models.copy_(torch.as_tensor(centre[perm], dtype=torch.float32))
     play(alg, range(2))
-    np.testing.assert_array_equal(perm[alg.group], cluster)
+    np.testing.assert_array_equal(perm[alg.server_index], cluster)
     np.testing.assert_allclose(alg.server_models.double().numpy(), centre[perm], atol=1e-6)
     np.testing.assert_allclose(alg.personal_models().double().numpy(), mu, atol=1e-6)
     np.testing.assert_array_equal(edges(alg.collaboration()), oracle_matrix(cluster))
@@ -64,7 +64,7 @@ def test_ifca_centres_start_apart_and_identical_centres_collapse_to_the_first():
     assert alg.k == 3 and dist[~torch.eye(3, dtype=torch.bool)].min() > 0
     zero = build(quad({"name": "ifca"}))                         # the mean model starts at 0
     play(zero, range(1))
-    assert (zero.group == 0).all()
+    assert (zero.server_index == 0).all()
 
 
 # ------------------------------------------------------------------ Federated Clustering
