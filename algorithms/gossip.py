@@ -16,7 +16,7 @@ from netsim.sim.engine import ExchangeResult
 
 
 class Gossip(Algorithm):
-    """Base class: ``mixing(result)`` turns an exchange into the receiver-major matrix D."""
+    """Base class: the compute and exchange phases of a round (:meth:`step`); subclasses mix."""
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -26,9 +26,6 @@ class Gossip(Algorithm):
         """What every node sends this round: ``bool[E]`` over the base graph's edges
         (``Network.edges``; here all of them) or a matrix ``request[dst, src]``."""
         return np.ones(len(self.net.edges), bool)
-
-    def mixing(self, ex: ExchangeResult) -> np.ndarray:
-        raise NotImplementedError
 
     def payload_bytes(self) -> float:
         return float(self.bank.size_bytes)

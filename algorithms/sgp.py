@@ -22,6 +22,7 @@ import torch
 
 from algorithms import register
 from algorithms.gossip import Gossip
+from netsim.runtime.mixing import push_sum_shares
 from netsim.runtime.pushsum import PUSH_SUM_FIELDS, PushSum
 from netsim.schema import Field
 from topologies.generators import exponential_peer
@@ -62,7 +63,7 @@ class SGP(Gossip):
         ex, delta = self.step(t)
         z = self.z if self.hp.form == "nedic" else self.push_sum.bias(self.bank.flat, self.w)
         e, up = ex.edges, ex.per_edge["link_up"]
-        own = 1.0 / (1.0 + np.bincount(e.src[up], minlength=self.n))   # push_sum_weights
+        own = push_sum_shares(self.n, e.src[up])
         z, w = self.push_sum.step_edges([z, self.w], e.key, own[e.src], own, up,
                                         ex.per_edge["delivered"])
         self.w = w

@@ -29,7 +29,8 @@ from netsim.errors import ConfigError
 from netsim.rng import Streams
 
 #: measured at the peak of building the engine and playing rounds on sparse random graphs of
-#: 2,000-8,000 nodes (tests/test_scale.py's workload, tracemalloc): 260 bytes per edge
+#: 2,000-8,000 nodes (tests/test_scale.py's workload, tracemalloc): 260 bytes per edge; 200
+#: here, as the estimate is a lower bound of the need
 ENGINE_BYTES_PER_EDGE = 200
 BANK_COPIES = 3
 

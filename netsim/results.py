@@ -178,14 +178,12 @@ class LinksLog:
 
     def append(self, delivered: np.ndarray) -> None:
         """Record the next round's ``delivered`` [N, N] (bool)."""
-        d = np.asarray(delivered, bool)
-        edges = np.flatnonzero(d)
-        self.stored.append(edges.astype(self._index) if 32 * edges.size < d.size
-                           else np.packbits(d))
+        self.append_flat(np.flatnonzero(np.asarray(delivered, bool)))
 
     def append_flat(self, flat: np.ndarray) -> None:
-        """:meth:`append` from the sorted flat indices ``dst * N + src`` of the delivered pairs
-        (no ``[N, N]`` matrix is built unless the round is stored as bits)."""
+        """Record the next round from the sorted flat indices ``dst * N + src`` of its delivered
+        pairs: as those indices when under 1/32 of the pairs, else as packed bits (no ``[N, N]``
+        matrix is built in the first case)."""
         if 32 * flat.size < self.n * self.n:
             self.stored.append(np.asarray(flat).astype(self._index))
             return

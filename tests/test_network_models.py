@@ -294,3 +294,23 @@ def test_same_seed_same_draws():
     first, again, other = run(7), run(7), run(8)
     assert all(np.array_equal(a, b) for a, b in zip(first, again))
     assert not all(np.array_equal(a, b) for a, b in zip(first, other))
+
+
+def test_a_link_model_must_define_one_method_of_each_pair():
+    """up/up_edges and availability/availability_edges are defined through each other: a
+    subclass with neither of a pair is refused when it is defined (not a RecursionError later)."""
+    from netsim.network.links import LinkModel
+
+    with pytest.raises(TypeError, match="neither availability nor availability_edges"):
+        class OnlyUp(LinkModel):
+            def up(self, t):
+                return self.adjacency
+
+    class Both(LinkModel):
+        def up(self, t):
+            return self.adjacency
+
+        def availability(self):
+            return self.adjacency * 1.0
+
+    assert Both(np.ones((3, 3), bool)).up_edges(0.0).all()

@@ -66,6 +66,13 @@ class Edges:
         ``out_order[out_ptr[j]:out_ptr[j + 1]]``."""
         return np.searchsorted(self.src[self.out_order], np.arange(self.n + 1))
 
+    @cached_property
+    def send_order(self) -> np.ndarray:
+        """Edge ids by sender, each sender's edges in rotated destination order (``(dst - src)
+        mod n``): the order of a sender's uplink queue. Every edge has its own key, so the
+        messages of an exchange are this order filtered."""
+        return np.lexsort(((self.dst - self.src) % self.n, self.src))
+
     def find(self, dst: np.ndarray, src: np.ndarray) -> np.ndarray:
         """Edge id of each pair ``src -> dst``, -1 where the graph has no such edge."""
         k = np.asarray(dst, np.int64) * self.n + np.asarray(src, np.int64)

@@ -34,6 +34,16 @@ class LinkModel:
     matrices; a subclass implements ``up_edges`` or ``up``, and ``availability_edges`` or
     ``availability``."""
 
+    #: the pairs of methods each defined through the other: a subclass overrides one of each
+    PAIRS = (("up", "up_edges"), ("availability", "availability_edges"))
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for pair in cls.PAIRS:
+            if all(getattr(cls, name) is getattr(LinkModel, name) for name in pair):
+                raise TypeError(f"link model {cls.__name__} defines neither {pair[0]} nor "
+                                f"{pair[1]}: it needs one of them")
+
     def __init__(self, adjacency: np.ndarray | Edges):
         self.edges = Edges.coerce(adjacency)
         self.n = self.edges.n

@@ -39,9 +39,9 @@ Matrix = Tensor | np.ndarray
 def mix(W: Matrix, X: Tensor) -> Tensor:
     """``W @ X`` for ``W: [N, N]`` (dense/sparse torch, or numpy) and ``X: [N, d]``."""
     if isinstance(W, np.ndarray):
-        if X.dtype == torch.float64 and X.device.type == "cpu" and _sparse(W):
-            from scipy.sparse import csr_matrix
-            return torch.from_numpy(csr_matrix(W, dtype=np.float64) @ X.numpy())
+        if _sparse(W):
+            key = np.flatnonzero(W)
+            return mix_entries(len(W), key, W.ravel()[key], X)
         W = torch.from_numpy(W)
     W = W.to(device=X.device, dtype=X.dtype)
     if W.layout == torch.strided and _sparse(W):
@@ -109,9 +109,18 @@ def metropolis_weights(adj: Matrix) -> Matrix:
     return W.numpy() if as_numpy else W
 
 
+def push_sum_shares(n: int, senders: np.ndarray) -> np.ndarray:
+    """``1 / (1 + out-degree)`` of each node, ``[n]``: the share node j pushes on each of its
+    realised out-links and keeps, given the sender of every realised link (``senders``, one
+    entry per link): the edge form of :func:`push_sum_weights`."""
+    return 1.0 / (1.0 + np.bincount(senders, minlength=n))
+
+
 def push_sum_weights(link_up: np.ndarray) -> np.ndarray:
     """Column-stochastic ``P[i, j] = p_{j->i}`` uniform over j's realised out-links and itself
     (``link_up[i, j]``: the link j->i is up; receiver-major like the engine's arrays)."""
     up = np.asarray(link_up, bool).copy()
+    np.fill_diagonal(up, False)
+    share = push_sum_shares(len(up), np.nonzero(up)[1])
     np.fill_diagonal(up, True)
-    return up / up.sum(axis=0, keepdims=True)
+    return up * share[None, :]

@@ -330,10 +330,8 @@ class Simulator:
         sent = link_up & ~blocked
 
         # messages sorted by sender, each sender's queue in rotated destination order
-        msg = np.flatnonzero(sent)
+        msg = e.send_order[sent[e.send_order]]
         dst, src = e.dst[msg], e.src[msg]
-        order = np.lexsort(((dst - src) % n, src))
-        msg, dst, src = msg[order], dst[order], src[order]
         b = size[msg]
         depart = ready[src] + grouped_cumsum(b, src) / self.latency.uplink[src]
         arrive_link = depart + self.latency.propagation(msg)
