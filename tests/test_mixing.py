@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import networkx as nx
 import numpy as np
+import pytest
 
 from netsim.runtime.mixing import metropolis_weights, push_sum_weights, rows_normalise
 
@@ -39,6 +40,7 @@ def test_rows_normalise_is_row_stochastic_and_keeps_an_empty_row_home():
     assert out[2, 2] == 1.0 and out[2].sum() == 1.0
 
 
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 def test_mix_takes_the_same_sums_on_every_path():
     """Above SPARSE_MIN_N a sparse numpy W mixes a float64 state through scipy's CSR product:
     bit-identical to torch's CSR product, equal to the dense product up to rounding."""
