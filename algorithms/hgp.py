@@ -137,11 +137,14 @@ def hgp_step(u: Tensor, v: Tensor, c: Tensor, hvp: Tensor, mixed: Tensor, gamma:
     return c @ u - (gamma / w) * hvp, v - gamma * mixed
 
 
-def grad_vjp(grad_x: Callable[[Tensor, Tensor], Tensor], x: Tensor, lam: Tensor,
+def grad_vjp(f: Callable[[Tensor, Tensor], Tensor], x: Tensor, lam: Tensor,
              u: Tensor) -> tuple[Tensor, Tensor]:
-    """``(H u, (d_lambda grad_x f)^T u)`` for all agents in one reverse pass through
-    ``grad_x(x[N, d_x], lam[N, d_lambda]) -> [N, d_x]`` (per-agent gradients of a sum of
-    per-agent losses, so the Jacobian is block diagonal and H symmetric). One sample serves
-    both products: the paper's practical modification (App. A.3)."""
-    _, vjp = torch.func.vjp(grad_x, x, lam)
-    return vjp(u)
+    """``(H u, (d_lambda grad_x f)^T u)`` for all agents from ``f(x[N, d_x], lam[N, d_lambda])``,
+    a sum of per-agent losses (so the Jacobian of ``grad_x f`` is block diagonal and H
+    symmetric): ``grad_x f`` with its graph kept, then one reverse pass of it against u. One
+    sample serves both products: the paper's practical modification (App. A.3)."""
+    x, lam = x.detach().requires_grad_(True), lam.detach().requires_grad_(True)
+    with torch.enable_grad():
+        (grad_x,) = torch.autograd.grad(f(x, lam), x, create_graph=True)
+        hvp, mixed = torch.autograd.grad(grad_x, (x, lam), u, materialize_grads=True)
+    return hvp, mixed

@@ -150,7 +150,9 @@ class PDBOMTL(InnerSGP, Algorithm):
 
     def hypergradient(self, x: Tensor, stats: EdgeStats | None) -> Tensor:
         """Estimate of d_{lambda_i} F_bar for every agent (Alg. 2; M = 0 for ``local``)."""
-        gx, gl = torch.func.grad(self._outer_cost, argnums=(0, 1))(x, self.lam)
+        xr, lr = x.detach().requires_grad_(True), self.lam.detach().requires_grad_(True)
+        with torch.enable_grad():
+            gx, gl = torch.autograd.grad(self._outer_cost(xr, lr), (xr, lr))
         if self.mode == "local":
             return gl
         w = self.w.to(gx.dtype)
@@ -175,10 +177,11 @@ class PDBOMTL(InnerSGP, Algorithm):
         """``(H u, (d_lambda grad_x f)^T u)`` on one mini-batch (``same_sample``) or two."""
         batch = self.train.batch_size
         xb, yb = self.data.sample_batch("train", batch, self.gen)
-        hvp, mixed = grad_vjp(self._inner_grad_fn(xb, yb), x, self.lam, u)
+        hvp, mixed = grad_vjp(lambda x_, lam: self._inner_loss(x_, lam, xb, yb), x, self.lam, u)
         if not self.hp.same_sample:
             xb, yb = self.data.sample_batch("train", batch, self.gen)
-            _, mixed = grad_vjp(self._inner_grad_fn(xb, yb), x, self.lam, u)
+            _, mixed = grad_vjp(lambda x_, lam: self._inner_loss(x_, lam, xb, yb), x, self.lam,
+                                u)
         return hvp, mixed
 
     # ------------------------------------------------------------------ reporting

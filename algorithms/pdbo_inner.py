@@ -9,8 +9,9 @@ Nedić–Olshevsky form the authors run, all agents batched:
 - ``z_i <- sum_j p_{j->i} z_j - gamma_t (grad_x f_i(z_i / w_i, lambda_i; xi) + wd x_i)`` and
   ``w <- P w``: every client that finished its step's compute pushes its pre-step (z, w) along
   its realised out-links (one engine exchange of d_x + 1 floats per step,
-  :class:`netsim.runtime.pushsum.PushSum`) while the gradient (:meth:`InnerSGP._inner_grad_fn`:
-  the mixture NLL + wd / 2 ||x||^2) is computed; a client that did not finish adds no gradient;
+  :class:`netsim.runtime.pushsum.PushSum`) while the gradient (:meth:`InnerSGP._inner_grad`
+  of :meth:`InnerSGP._inner_loss`, the mixture NLL + wd / 2 ||x||^2) is computed; a client that
+  did not finish adds no gradient;
 - gamma_t = train.lr times 0.1 at each of the last ``decay_last`` steps (:meth:`InnerSGP.inner_lr`);
 - the on-time arrivals feed the edge statistics p_bar, delta_bar that HGP debiases with
   (:class:`algorithms.hgp.EdgeStats`, ALGORITHMS.md 4.2);
@@ -19,7 +20,7 @@ Nedić–Olshevsky form the authors run, all agents batched:
 The de-biased learners are ``x_i = z_i / w_i`` (:meth:`InnerSGP.x`). The mixin uses the helpers
 of :class:`algorithms.base.Algorithm` (``compute_phase``, ``exchange``, ``log_links``,
 ``index``) and reads what it and ``PDBOMTL.__init__`` set: ``hp``, ``n``, ``bank``, ``data``,
-``gen``, ``device``, ``train``, ``net``, ``push_sum``, ``x0``, ``lam``, ``sgp_bytes`` and the
+``gen``, ``device``, ``train``, ``net``, ``push_sum``, ``x0``, ``dx``, ``lam``, ``sgp_bytes`` and the
 state ``(z, w)``; it sets ``z``, ``w`` and ``last_mixing``.
 """
 from __future__ import annotations
@@ -35,17 +36,18 @@ from netsim.runtime.mixing import push_sum_weights
 class InnerSGP:
     """PDBO-MTL's inner solver: T SGP steps on the learners with lambda fixed (App. A.3)."""
 
-    def _inner_grad_fn(self, xb: Tensor, yb: Tensor, track: bool = False):
-        """``(x, lam) -> grad_x f(x, lam; xi)`` for all agents: mixture NLL + wd / 2 ||x||^2.
-        ``track`` (a training step of a BatchNorm model): ``-> (grad, batch statistics)``."""
-        wd = self.train.weight_decay
+    def _inner_loss(self, x: Tensor, lam: Tensor, xb: Tensor, yb: Tensor) -> Tensor:
+        """``f(x, lam; xi)`` summed over agents: mixture NLL + wd / 2 ||x||^2 (a scalar)."""
+        return (self.bank.loss_fn(torch.cat([x, lam], 1), xb, yb).sum()
+                + 0.5 * self.train.weight_decay * x.pow(2).sum())
 
-        def f(x: Tensor, lam: Tensor):
-            stats: dict | None = {} if track else None
-            loss = (self.bank.loss_fn(torch.cat([x, lam], 1), xb, yb, stats=stats).sum()
-                    + 0.5 * wd * x.pow(2).sum())
-            return (loss, stats) if track else loss
-        return torch.func.grad(f, argnums=0, has_aux=track)
+    def _inner_grad(self, x: Tensor, xb: Tensor, yb: Tensor, stats: dict | None = None) -> Tensor:
+        """``grad_x f(x, lam; xi)`` of every agent, ``[N, d_x]``: one backward pass through the
+        bank's per-parameter views (:meth:`netsim.runtime.ClientBank.grad`; the same values as
+        differentiating :meth:`_inner_loss`). ``stats`` (BatchNorm): receives the batch
+        statistics of this forward pass."""
+        _, g = self.bank.grad(xb, yb, flat=torch.cat([x, self.lam], 1), stats=stats)
+        return g[:, : self.dx] + self.train.weight_decay * x
 
     def x(self) -> Tensor:
         """The de-biased learners ``x_i = z_i / w_i`` of every agent."""
@@ -66,11 +68,9 @@ class InnerSGP:
             t0 = self.net.now
             done = self.compute_phase(active=self.net.alive(), steps=1).finished
             xb, yb = self.data.sample_batch("train", self.train.batch_size, self.gen)
-            if self.bank.running is None:
-                g = self._inner_grad_fn(xb, yb)(self.x(), self.lam)
-            else:                                        # BatchNorm: as a training step would
-                g, batch = self._inner_grad_fn(xb, yb, track=True)(
-                    self.x(), self.lam)
+            batch: dict | None = None if self.bank.running is None else {}
+            g = self._inner_grad(self.x(), xb, yb, batch)
+            if batch is not None:                        # BatchNorm: as a training step would
                 idx = self.index(done, self.device)
                 self.bank.update_statistics({k: v[idx] for k, v in batch.items()}, idx)
             mask = torch.as_tensor(done, dtype=g.dtype, device=self.device)[:, None]

@@ -274,7 +274,7 @@ def test_grad_vjp_gives_hessian_and_mixed_products_for_all_agents():
         logits = torch.einsum("nd,ndk,nk->n", xx, W, ll)
         return (torch.log1p(torch.exp(logits)) + xx.pow(4).sum(1)).sum()
 
-    hvp, mixed = grad_vjp(torch.func.grad(loss, argnums=0), x, lam, u)
+    hvp, mixed = grad_vjp(loss, x, lam, u)
     for i in range(n):
         def fi(xi, li, i=i):
             xx, ll = x.clone(), lam.clone()

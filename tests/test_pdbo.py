@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.hgp import expected_push_weights
+from algorithms.hgp import expected_push_weights, grad_vjp
 from netsim.runtime.adam import BatchedAdam
 from netsim import run
 from netsim.errors import ConfigError
@@ -40,6 +40,26 @@ def test_ensemble_is_the_weighted_probability_mixture_of_its_learners():
         ref = model.reference({k: v[i] for k, v in params.items()})
         torch.testing.assert_close(out[i], ref(x[i]), atol=1e-5, rtol=1e-5)
     assert torch.all(model.init(2, gen, "cpu")["mixture"] == 0)           # uniform weights at start
+
+
+def test_inner_and_outer_gradients_are_those_of_the_costs():
+    """The inner step's gradient (one backward pass through the bank's per-parameter views) and
+    HGP's products equal torch.func's derivatives of the inner cost f (bit for bit)."""
+    alg = build(scenario(PDBO))
+    gen = torch.Generator().manual_seed(1)
+    x = alg.x() + 0.01 * torch.randn(alg.x().shape, generator=gen)
+    alg.lam = torch.randn(alg.lam.shape, generator=gen)
+    xb, yb = alg.data.sample_batch("train", 8, gen)
+    assert torch.equal(alg._inner_grad(x, xb, yb),
+                       torch.func.grad(alg._inner_loss)(x, alg.lam, xb, yb))
+    u = torch.randn(x.shape, generator=gen)
+    def f(a, b):
+        return alg._inner_loss(a, b, xb, yb)
+    hvp, mixed = grad_vjp(f, x, alg.lam, u)
+    _, vjp = torch.func.vjp(torch.func.grad(f), x, alg.lam)
+    ref_hvp, ref_mixed = vjp(u)
+    torch.testing.assert_close(hvp, ref_hvp, rtol=1e-6, atol=1e-9)
+    torch.testing.assert_close(mixed, ref_mixed, rtol=1e-6, atol=1e-9)
 
 
 def test_sgp_inner_solver_reaches_consensus_on_random_directed_links():
@@ -189,8 +209,10 @@ def test_batchnorm_statistics_follow_the_sgp_steps_and_the_outer_cost_uses_them(
     assert int(bank.tracked.max()) <= 4
     # the step records the batch statistics in its own forward pass: equal to a separate one
     xb, yb = alg.data.sample_batch("train", 8, torch.Generator().manual_seed(0))
-    g, batch = alg._inner_grad_fn(xb, yb, track=True)(x, alg.lam)
-    torch.testing.assert_close(g, alg._inner_grad_fn(xb, yb)(x, alg.lam))
+    batch: dict = {}
+    g = alg._inner_grad(x, xb, yb, batch)
+    torch.testing.assert_close(g, alg._inner_grad(x, xb, yb))
+    torch.testing.assert_close(g, torch.func.grad(alg._inner_loss)(x, alg.lam, xb, yb))
     separate: dict = {}
     alg.model.forward(bank.params(torch.cat([x, alg.lam], 1)), xb, stats=separate)
     assert set(batch) == set(separate) == set(alg.model.buffers)

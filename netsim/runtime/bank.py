@@ -154,16 +154,19 @@ class ClientBank:
 
     def grad(self, x: Tensor, y: Tensor, clients: Clients = None,
              flat: Tensor | None = None, track: bool = False,
-             out: Tensor | None = None) -> tuple[Tensor, Tensor]:
+             out: Tensor | None = None, stats: dict | None = None) -> tuple[Tensor, Tensor]:
         """``(loss[M], grad[M, d])`` from one backward pass of the summed per-client losses
         (taken w.r.t. the per-parameter views, then concatenated: cheaper than slicing a flat
         leaf, whose backward zero-fills and adds a ``[M, d]`` tensor per parameter), into ``out``
         (``[M, d]``) if given. ``track`` (a training step written by hand): also update the
-        clients' BatchNorm running statistics from this forward pass."""
+        clients' BatchNorm running statistics from this forward pass; ``stats`` (instead): a
+        dict that receives them, for the caller to apply (:meth:`update_statistics`)."""
         idx = self._index(clients)
-        stats = {} if track and self.running is not None else None
+        update = track and self.running is not None
+        if update:
+            stats = {}
         loss, g = self._grad(x, y, idx, flat, stats, out)
-        if stats is not None:
+        if update:
             self.update_statistics(stats, idx)
         return loss, g
 
