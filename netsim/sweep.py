@@ -72,10 +72,9 @@ EXECUTOR_FIELDS = {
 DONE = "DONE"
 _MISSING = object()
 #: what the local pool's workers need for a run, imported once in the fork server they start
-#: from (torch, netsim, every registered component, and scikit-learn's datasets for digits, the
-#: dataset of the quickstart and of every robustness study), so a worker starts in milliseconds
+#: from (torch, netsim, every registered component), so a worker starts in milliseconds
 WORKER_PRELOAD = ["netsim.sweep", "netsim.memory", "netsim.analysis.graphs", "algorithms",
-                  "topologies", "sklearn.datasets"]
+                  "topologies"]
 
 
 @dataclass

@@ -34,6 +34,26 @@ def test_digits_loader(digits):
     assert (digits.num_classes, digits.input_shape, digits.task) == (10, (1, 8, 8), "classification")
 
 
+def test_digits_read_from_scikit_learns_file_are_load_digits(digits, monkeypatch):
+    """Read from digits.csv.gz without importing scikit-learn: the arrays ``load_digits`` gives
+    (and the fallback through ``load_digits`` where the file is not found gives them too)."""
+    from sklearn.datasets import load_digits
+
+    from netsim.data import datasets
+    assert datasets._digits_file() is not None
+    ref = load_digits()
+    np.testing.assert_array_equal(digits.x.reshape(1797, 64), (ref.data / 16.0).astype(np.float32))
+    np.testing.assert_array_equal(digits.y, ref.target)
+    monkeypatch.setattr(datasets, "_digits_file", lambda: None)
+    datasets._digits_arrays.cache_clear()
+    try:
+        x, y = datasets._digits_arrays()
+    finally:
+        datasets._digits_arrays.cache_clear()
+    np.testing.assert_array_equal(x, digits.x)
+    np.testing.assert_array_equal(y, digits.y)
+
+
 def test_mnist_loader():
     ds = load_dataset("mnist", rng())
     assert ds.x.shape == (5000, 1, 28, 28) and ds.x.dtype == np.float32

@@ -14,8 +14,10 @@ sample were in one cluster, so the dataset is usable as is (e.g. with the ``iid`
 """
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -120,12 +122,31 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 # --- bundled real datasets -------------------------------------------------------------------
 
+def _digits_file() -> Path | None:
+    """scikit-learn's ``datasets/data/digits.csv.gz``, found without importing scikit-learn
+    (its import takes about 1.5 s); None if this scikit-learn keeps it elsewhere."""
+    spec = importlib.util.find_spec("sklearn")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(root) / "datasets" / "data" / "digits.csv.gz"
+        if path.is_file():
+            return path
+    return None
+
+
 @lru_cache(maxsize=1)
 def _digits_arrays() -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_digits
-    d = load_digits()
-    return (_frozen((d.data / 16.0).astype(np.float32).reshape(-1, 1, 8, 8)),
-            _frozen(d.target.astype(np.int64)))
+    """``load_digits()``'s pixels / 16 and labels: read from its CSV (the values ``load_digits``
+    parses from it) or, where the file is not found, through ``load_digits``."""
+    path = _digits_file()
+    if path is not None:
+        table = np.loadtxt(path, delimiter=",")
+        data, target = table[:, :-1], table[:, -1]
+    else:
+        from sklearn.datasets import load_digits
+        d = load_digits()
+        data, target = d.data, d.target
+    return (_frozen((data / 16.0).astype(np.float32).reshape(-1, 1, 8, 8)),
+            _frozen(target.astype(np.int64)))
 
 
 @lru_cache(maxsize=1)
