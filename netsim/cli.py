@@ -108,9 +108,10 @@ def cmd_figures(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from netsim.sweep import Sweep, run_sweep
-
-    from netsim.sweep import EXECUTOR_FIELDS
+    if not args.dry_run:                    # the pool's imports overlap this process's
+        from netsim.pool import start_early
+        start_early(args.sweep, args.workers)
+    from netsim.sweep import EXECUTOR_FIELDS, Sweep, run_sweep
 
     sweep = Sweep.load(args.sweep, seeds=args.seeds, overrides=args.set or [])
     for key in ("workers", "threads"):

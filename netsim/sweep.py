@@ -22,8 +22,6 @@ import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from multiprocessing import get_all_start_methods, get_context
-from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,6 +32,7 @@ from netsim.analysis.stats import mean_ci
 from netsim.config import Scenario, parse_override, read_yaml
 from netsim.errors import ConfigError
 from netsim.parent_watch import exit_with_parent
+from netsim.pool import pool_context
 from netsim.results import Results, _csv_text, atomic_write, make_folder
 from netsim.runner import ACCURACY_KEYS
 from netsim.schema import Field, check_section
@@ -71,10 +70,6 @@ EXECUTOR_FIELDS = {
 }
 DONE = "DONE"
 _MISSING = object()
-#: what the local pool's workers need for a run, imported once in the fork server they start
-#: from (torch, netsim, every registered component), so a worker starts in milliseconds
-WORKER_PRELOAD = ["netsim.sweep", "netsim.memory", "netsim.analysis.graphs", "algorithms",
-                  "topologies"]
 
 
 @dataclass
@@ -191,16 +186,6 @@ def run_cell(config: dict, runs_dir: str, threads: int) -> tuple[str, str, str]:
         return config["name"], "failed", f"{type(exc).__name__}: {exc}"
 
 
-def _pool_context() -> BaseContext:
-    """The local pool's start method: a fork server that imported :data:`WORKER_PRELOAD` (started
-    once per process, then reused by every pool), else spawn (each worker imports netsim)."""
-    if "forkserver" not in get_all_start_methods():
-        return get_context("spawn")
-    ctx = get_context("forkserver")
-    ctx.set_forkserver_preload(WORKER_PRELOAD)
-    return ctx
-
-
 def _execute(todo: list[Cell], runs_dir: Path, ex: dict, out: Path,
              report: Callable[[Cell, str, str], None]) -> None:
     cores = os.cpu_count() or 1
@@ -211,7 +196,7 @@ def _execute(todo: list[Cell], runs_dir: Path, ex: dict, out: Path,
         for c in todo:
             report(c, *run_cell(c.config, str(runs_dir), threads)[1:])
     elif ex["name"] == "local":
-        with ProcessPoolExecutor(workers, mp_context=_pool_context(),
+        with ProcessPoolExecutor(workers, mp_context=pool_context(),
                                  initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
             futures = [pool.submit(run_cell, c.config, str(runs_dir), threads) for c in todo]
             for f in as_completed(futures):

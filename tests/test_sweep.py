@@ -100,6 +100,22 @@ def test_process_pool_gives_the_serial_numbers(sweep_file, tmp_path):
                                   b[cols].sort_values("id").reset_index(drop=True))
 
 
+def test_fork_server_starts_early_only_for_a_local_pool(sweep_file, tmp_path):
+    """``netsim sweep`` starts the pool's fork server before its own imports only where the
+    sweep will use a pool of two or more workers."""
+    from netsim.pool import start_early
+    raw = yaml.safe_load(sweep_file.read_text())
+    for executor, workers, expected in (({"name": "serial"}, None, False),
+                                        ({"name": "local", "workers": 1}, None, False),
+                                        ({"name": "local", "workers": 4}, 1, False),
+                                        ({"name": "submitit"}, 2, False),
+                                        ({"name": "local", "workers": 2}, None, True)):
+        path = tmp_path / "s.yaml"
+        path.write_text(yaml.safe_dump({**raw, "executor": executor}))
+        assert start_early(path, workers) is expected, executor
+    assert start_early(tmp_path / "missing.yaml", 2) is False
+
+
 def test_failed_run_is_reported_and_others_finish(sweep_file, tmp_path):
     raw = yaml.safe_load(sweep_file.read_text())
     raw.update(seeds=[0], overrides={"algorithms": ["dpsgd"]},
