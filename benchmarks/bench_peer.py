@@ -1,7 +1,7 @@
 """netsim against a hand-written batched floor and a per-client loop on one workload, in one run.
 
     python benchmarks/bench_peer.py [--rounds 50] [--repeats 3] [--threads 1] [--no-memory]
-                                    [--no-checkpoints] [--only fedavg sgp ...]
+                                    [--checkpoint-every K] [--only fedavg sgp ...]
 
 Workload (issue 18): scikit-learn's digits, 100 clients holding 2 classes each (pathological
 partition), MLP 64-128-10, 1 local SGD step of batch 32 per round, evaluation only at the end.
@@ -18,9 +18,10 @@ The floor, the loop and netsim's FedAvg start from the same initial weights on t
 data. Every configuration runs once per repetition, interleaved, so that background load hits them
 alike; seconds per round are medians over repetitions of the mean over rounds 2..R (netsim: timed
 by a run-loop callback between rounds, so recording and checkpoints are included; setup and the
-evaluations are not). A run writes a checkpoint every ``rounds // 4`` rounds (netsim's default), so
-a short run pays for one every few rounds: ``--no-checkpoints`` sets ``outputs.checkpoint_every``
-to the run's length (none mid-run) to show their share. PDBO's round is ``inner_steps`` SGP steps
+evaluations are not). netsim's default writes a checkpoint every ``rounds // 4`` rounds once 10 s
+of wall time have passed since the last one, so these runs of seconds write none mid-run;
+``--checkpoint-every K`` sets ``outputs.checkpoint_every`` (a checkpoint every K rounds, however
+short the run) to show their cost. PDBO's round is ``inner_steps`` SGP steps
 plus HGP: its ratio is also given per inner step. Peak memory (``VmHWM``) is measured by running
 each configuration once more in its own process. Accuracy: mean test accuracy over clients at the
 end.
@@ -75,11 +76,11 @@ NETSIM = {
 }
 
 
-def scenario(name: str, rounds: int, checkpoints: bool = True) -> dict:
-    """The workload with the network and algorithm of ``name``; without ``checkpoints``, none
-    is written mid-run."""
+def scenario(name: str, rounds: int, checkpoint_every: int | None = None) -> dict:
+    """The workload with the network and algorithm of ``name``; ``checkpoint_every``: as
+    ``outputs.checkpoint_every`` (None: netsim's default)."""
     alg, network = NETSIM[name]
-    outputs = {**BASE["outputs"], "checkpoint_every": None if checkpoints else rounds}
+    outputs = {**BASE["outputs"], "checkpoint_every": checkpoint_every}
     return {**BASE, "network": network, "algorithms": [alg], "outputs": outputs,
             "schedule": {"rounds": rounds, "eval_every": rounds}}
 
@@ -99,10 +100,10 @@ def per_round(ends: list[float]) -> float:
     return (ends[-1] - ends[0]) / (len(ends) - 1)
 
 
-def run_netsim(name: str, rounds: int, checkpoints: bool) -> tuple[float, float]:
+def run_netsim(name: str, rounds: int, checkpoint_every: int | None) -> tuple[float, float]:
     clock = RoundClock()
     with tempfile.TemporaryDirectory() as out:
-        res = run(Scenario(scenario(name, rounds, checkpoints)), out=out, quiet=True,
+        res = run(Scenario(scenario(name, rounds, checkpoint_every)), out=out, quiet=True,
                   threads=torch.get_num_threads(), callbacks=[clock])
         acc = res.summary["algorithms"][NETSIM[name][0] if isinstance(NETSIM[name][0], str)
                                         else NETSIM[name][0]["name"]]["mean_accuracy"]
@@ -190,12 +191,12 @@ def run_loop(wl: Workload, rounds: int) -> tuple[float, float]:
 
 
 def measure(name: str, rounds: int, wl: Workload | None,
-            checkpoints: bool = True) -> tuple[float, float]:
+            checkpoint_every: int | None = None) -> tuple[float, float]:
     if name == "floor":
         return run_floor(wl, rounds)
     if name == "loop":
         return run_loop(wl, rounds)
-    return run_netsim(name, rounds, checkpoints)
+    return run_netsim(name, rounds, checkpoint_every)
 
 
 def peak_rss_mb() -> float:
@@ -210,9 +211,9 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def peak_mb(name: str, rounds: int, threads: int, checkpoints: bool) -> float:
+def peak_mb(name: str, rounds: int, threads: int, checkpoint_every: int | None) -> float:
     """``ru_maxrss`` of a fresh process running ``name`` once."""
-    flags = [] if checkpoints else ["--no-checkpoints"]
+    flags = [] if checkpoint_every is None else ["--checkpoint-every", str(checkpoint_every)]
     out = subprocess.run([sys.executable, __file__, "--child", name, "--rounds", str(rounds),
                           "--threads", str(threads), *flags],
                          check=True, capture_output=True, text=True)
@@ -226,14 +227,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--only", nargs="+", default=None, help="netsim algorithms (default: all)")
     ap.add_argument("--no-memory", action="store_true")
-    ap.add_argument("--no-checkpoints", action="store_true",
-                    help="no checkpoint mid-run (default: netsim's, every rounds // 4)")
+    ap.add_argument("--checkpoint-every", type=int, default=None,
+                    help="a checkpoint every K rounds (default: netsim's, none in runs of "
+                         "seconds)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     use_threads(args.threads)
     if args.child:
         wl = Workload() if args.child in ("floor", "loop") else None
-        measure(args.child, args.rounds, wl, not args.no_checkpoints)
+        measure(args.child, args.rounds, wl, args.checkpoint_every)
         print(json.dumps({"peak_mb": peak_rss_mb()}))
         return
     names = ["floor", "loop", *(args.only or NETSIM)]
@@ -242,15 +244,16 @@ def main(argv: list[str] | None = None) -> None:
     acc: dict[str, float] = {}
     for _ in range(args.repeats):
         for name in names:
-            sec, acc[name] = measure(name, args.rounds, wl, not args.no_checkpoints)
+            sec, acc[name] = measure(name, args.rounds, wl, args.checkpoint_every)
             times[name].append(sec)
     med = {n: statistics.median(t) for n, t in times.items()}
     mem = {n: (float("nan") if args.no_memory else
-               peak_mb(n, args.rounds, args.threads, not args.no_checkpoints)) for n in names}
+               peak_mb(n, args.rounds, args.threads, args.checkpoint_every)) for n in names}
     load = os.getloadavg()[0]
     print(f"# {CLIENTS} clients, {args.rounds} rounds, {args.repeats} repetitions, "
           f"{args.threads} thread(s), load average {load:.2f}, torch {torch.__version__}"
-          f"{', no checkpoints' if args.no_checkpoints else ''}")
+          + (f", a checkpoint every {args.checkpoint_every} rounds" if args.checkpoint_every
+             else ""))
     print(f"{'':<10}{'s/round':>10}{'x floor':>9}{'x loop':>8}{'peak MB':>9}{'accuracy':>10}")
     for n in names:
         extra = ""

@@ -2,7 +2,8 @@
 
 One file, ``OUT/<name>/checkpoint.pkl``, written atomically (a temporary file renamed into
 place, so a kill leaves the previous one) every ``outputs.checkpoint_every`` rounds of every
-(algorithm, seed) run and after each run finishes. It holds what the run has produced so far
+(algorithm, seed) run (by default every ``rounds // 4`` rounds once :data:`CHECKPOINT_SECONDS` of
+wall time have passed since the last one) and after each run finishes. It holds what the run has produced so far
 (the rows of metrics.csv and network.csv, the finished runs' results) and, mid-run, the whole
 state of the running algorithm: its client banks (parameters, momentum, BatchNorm statistics),
 its own state (W, mailboxes, push-sum weights, lambda, EMA, ...), its random generators and its
@@ -16,6 +17,7 @@ from __future__ import annotations
 import copyreg
 import io
 import pickle
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,6 +26,9 @@ import torch
 from netsim.loop import Callback
 
 CHECKPOINT = "checkpoint.pkl"
+#: with ``outputs.checkpoint_every: null``, the least wall time between two mid-run checkpoints
+#: (a run of a few seconds writes none: a checkpoint can cost a third of its round)
+CHECKPOINT_SECONDS = 10.0
 
 
 def _generator(device: str, state: torch.Tensor) -> torch.Generator:
@@ -77,16 +82,20 @@ def load(folder: Path) -> dict | None:
 
 class Checkpointer(Callback):
     """Writes the checkpoint every ``every`` rounds of a run (not after its last round: the run
-    then finishes and the runner writes one). ``state()`` gives the run-level part (rows, finished
-    runs); ``current()`` the running algorithm's recorder state."""
+    then finishes and the runner writes one), skipping those due less than ``min_seconds`` of
+    wall time after the run's start or its last checkpoint. ``state()`` gives the run-level part
+    (rows, finished runs); ``current()`` the running algorithm's recorder state."""
 
     def __init__(self, write: Callable[[dict], None], state: Callable[[], dict],
-                 current: Callable[[], dict], every: int, rounds: int):
+                 current: Callable[[], dict], every: int, rounds: int, min_seconds: float = 0.0):
         self.write, self.state, self.current = write, state, current
-        self.every, self.rounds = every, rounds
+        self.every, self.rounds, self.min_seconds = every, rounds, min_seconds
+        self.last = time.monotonic()
 
     def on_round_end(self, alg, t: int) -> None:
         done = t + 1
-        if done % self.every == 0 and done < self.rounds:
+        if (done % self.every == 0 and done < self.rounds
+                and time.monotonic() - self.last >= self.min_seconds):
             self.write({**self.state(), "current": {**self.current(), "round": done,
                                                     "algorithm": dump_algorithm(alg)}})
+            self.last = time.monotonic()

@@ -56,8 +56,9 @@ OUTPUT_FIELDS = {
     "trace": Field("bool", False, "record every network event to trace/<alg>_seed<k>.csv"),
     "progress": Field("bool", True, "show a progress bar"),
     "checkpoint_every": Field("int", None, "write the run's checkpoint every k rounds of each "
-                              "(algorithm, seed) run, for netsim run --resume (null: rounds // 4)",
-                              lo=1, nullable=True),
+                              "(algorithm, seed) run, for netsim run --resume (null: every "
+                              "rounds // 4 rounds once 10 s of wall time have passed since the "
+                              "last one)", lo=1, nullable=True),
     "keep_checkpoints": Field("bool", False, "keep checkpoint.pkl after the run finishes"),
 }
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from netsim._version import __version__
 from netsim.config import Scenario
-from netsim.checkpoint import CHECKPOINT, Checkpointer, load_algorithm
+from netsim.checkpoint import CHECKPOINT, CHECKPOINT_SECONDS, Checkpointer, load_algorithm
 from netsim.loop import Callback, Diverged, HealthCheck, make_algorithm, run_loop
 from netsim.progress import Progress
 from netsim.results import Results, ResultsWriter, finished_run
@@ -296,6 +296,7 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
         writer.write(CHECKPOINT, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
     rounds = cfg["schedule"]["rounds"]
     every = cfg["outputs"]["checkpoint_every"] or max(1, rounds // 4)
+    min_seconds = CHECKPOINT_SECONDS if cfg["outputs"]["checkpoint_every"] is None else 0.0
     progress = None
     if cfg["outputs"]["progress"] and not quiet:
         progress = Progress(cfg["name"], list(per_run), seeds, cfg["schedule"]["rounds"])
@@ -334,7 +335,8 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
                     first, current = current["round"], None
                 ckpt = Checkpointer(save, run_state,
                                     lambda: {"label": label, "seed": seed,
-                                             "recorder": rec.state()}, every, rounds)
+                                             "recorder": rec.state()}, every, rounds,
+                                    min_seconds)
                 try:
                     run_loop(alg, rounds, cfg["schedule"]["eval_every"],
                              [HealthCheck(), rec, ckpt, *callbacks], first=first)

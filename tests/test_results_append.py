@@ -13,7 +13,7 @@ from netsim import Scenario, run
 from netsim.results import (LINKS_DENSE_MAX, METRIC_COLUMNS, NETWORK_COLUMNS, LinksLog, Results,
                             ResultsWriter, _csv_text, links_delivered)
 
-SHORT = {"schedule.rounds": 4, "algorithms": ["sgp", "fedavg"]}
+SHORT = {"schedule.rounds": 4, "algorithms": ["sgp", "fedavg"], "outputs.checkpoint_every": 1}
 
 
 def test_appended_tables_equal_a_whole_file(tmp_path):

@@ -115,3 +115,27 @@ def test_resume_of_a_finished_run_runs_nothing(tmp_path):
     res = run(sc, out=tmp_path, quiet=True, resume=True, callbacks=[CrashAt(0, 0)])
     assert res.dir == done and files(done) == before            # no run started, nothing rewritten
     assert summary(done) == summary(res.dir)
+
+
+def test_default_checkpoints_wait_for_the_time_floor(monkeypatch):
+    """``checkpoint_every: null``: a checkpoint due every rounds // 4 rounds is written only once
+    CHECKPOINT_SECONDS of wall time have passed since the run's start or the last one; an
+    explicit k writes every k rounds."""
+    from netsim import checkpoint
+
+    clock = [100.0]
+    monkeypatch.setattr(checkpoint.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(checkpoint, "dump_algorithm", lambda alg: b"")
+
+    def written(min_seconds: float, seconds_per_round: float) -> list[int]:
+        rounds: list[int] = []
+        ck = checkpoint.Checkpointer(lambda s: rounds.append(s["current"]["round"]), dict,
+                                     dict, 2, 12, min_seconds)
+        for t in range(12):
+            clock[0] += seconds_per_round
+            ck.on_round_end(None, t)
+        return rounds
+
+    assert written(0.0, 0.01) == [2, 4, 6, 8, 10]                     # explicit checkpoint_every
+    assert written(checkpoint.CHECKPOINT_SECONDS, 0.01) == []          # a 0.12 s run: none
+    assert written(checkpoint.CHECKPOINT_SECONDS, 3.0) == [4, 8]       # 12 s, then 12 s later
