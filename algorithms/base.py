@@ -152,9 +152,10 @@ class Algorithm:
         """The model each client uses, ``[N, d]``."""
         raise NotImplementedError
 
-    def health(self) -> dict[str, torch.Tensor]:
-        """Tensors ``[N, ...]`` that must stay finite (checked after every round); an algorithm
-        with push-sum weights adds them (a weight must also stay positive)."""
+    def health(self) -> dict[str, torch.Tensor | tuple[torch.Tensor, torch.Tensor]]:
+        """Tensors ``[N, ...]`` that must stay finite (checked after every round), or
+        ``(x[K, ...], rows[N])`` where client i's is ``x[rows[i]]``; an algorithm with push-sum
+        weights adds them (a weight must also stay positive)."""
         return {"model": self.personal_models()}
 
     def collaboration(self) -> np.ndarray | None:

@@ -58,7 +58,8 @@ class ServerAveraging(Algorithm):
         sampled[self.rng.choice(self.n, self.m, replace=False)] = True
         comp, received = self.broadcast(sampled, self.bank.size_bytes)
         idx = self.index(received, self.device)
-        self.bank.set_rows(idx, self.server_models.index_select(0, self.group_of[idx]))
+        self.bank.set_rows(idx, self.server_models[0] if len(self.server_models) == 1 else
+                           self.server_models.index_select(0, self.group_of[idx]))
         self.bank.reset_momentum(idx)
         self.local_sgd(self.bank, self.train.local_steps,
                        clients=self.index(comp.finished, self.device), prox=self.prox())
@@ -74,6 +75,10 @@ class ServerAveraging(Algorithm):
 
     def personal_models(self) -> torch.Tensor:
         return self.server_models.index_select(0, self.group_of)
+
+    def health(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """The personal models are the server models: each checked once."""
+        return {"model": (self.server_models, self.group_of)}
 
     def collaboration(self) -> np.ndarray:
         a = (self.onehot * self.weight[None, :]).cpu().numpy()

@@ -75,14 +75,18 @@ MIN_PUSH_SUM_WEIGHT = 1e-30
 class HealthCheck(Callback):
     """Stops the run with :class:`Diverged` after the first round that leaves a client's
     ``alg.health()`` tensors non-finite (push-sum weights: also not above
-    :data:`MIN_PUSH_SUM_WEIGHT`)."""
+    :data:`MIN_PUSH_SUM_WEIGHT`). A value ``(x[K, ...], rows[N])`` gives client i the row
+    ``x[rows[i]]`` (models shared by groups of clients are checked once)."""
 
     def on_round(self, alg, t: int) -> None:
         for what, x in alg.health().items():
+            x, rows = x if isinstance(x, tuple) else (x, None)
             flat = x.reshape(x.shape[0], -1)
             ok = finite_rows(flat)
             if what == "push-sum weight":
                 ok &= (flat > MIN_PUSH_SUM_WEIGHT).all(1)
+            if rows is not None:                    # shared rows: client i's is x[rows[i]]
+                ok = ok[rows]
             if not bool(ok.all()):
                 vanished = " or vanished" if what == "push-sum weight" else ""
                 raise Diverged(t + 1, int(torch.nonzero(~ok)[0, 0]), f"{what} non-finite{vanished}")

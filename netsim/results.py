@@ -241,6 +241,7 @@ class ResultsWriter:
         if not is_safe_name(config["name"]):
             raise ConfigError("name", config["name"], SAFE_NAME_TEXT)
         self.dir = Path(root) / config["name"]
+        self._checked: dict[tuple[str, ...], Path] = {}     # names path() has checked
         #: the checkpoint this run resumes from (``resume`` and one for this same run), or None
         self.resumed = _resumable(self.dir, config, seeds) if resume else None
         if self.resumed is None:
@@ -270,12 +271,14 @@ class ResultsWriter:
                 self.path(name).unlink(missing_ok=True)
 
     def path(self, *parts: str) -> Path:
-        """``DIR/parts...``, refused (ValueError) unless it resolves inside the results folder."""
-        path = self.dir.joinpath(*parts)
-        root = self.dir.resolve()
-        if root not in path.resolve().parents:
-            raise ValueError(f"{path} resolves outside the results folder {self.dir}")
-        return path
+        """``DIR/parts...``, refused (ValueError) unless it resolves inside the results folder
+        (checked once per name: the tables are appended to every round)."""
+        if parts not in self._checked:
+            path = self.dir.joinpath(*parts)
+            if self.dir.resolve() not in path.resolve().parents:
+                raise ValueError(f"{path} resolves outside the results folder {self.dir}")
+            self._checked[parts] = path
+        return self._checked[parts]
 
     def write(self, name: str, data: bytes | str) -> Path:
         """Write ``name`` (a path relative to the results folder) atomically; return its path."""

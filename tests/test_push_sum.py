@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from netsim import Scenario, run
-from netsim.loop import finite_rows
+from netsim.loop import Diverged, HealthCheck, finite_rows
 from netsim.runtime.mixing import push_sum_weights
 from netsim.runtime.pushsum import PushSum, check_graph
 from helpers import build, play
@@ -171,6 +171,25 @@ def test_the_divergence_check_finds_every_non_finite_row():
     x[1, 3], x[2, 0], x[3, 49], x[4, 7] = float("inf"), float("-inf"), float("nan"), 3e38
     assert torch.equal(finite_rows(x), torch.isfinite(x).all(1))
     assert finite_rows(torch.zeros(2, 0)).all()
+
+
+def test_a_diverged_shared_model_names_its_first_client():
+    """Server models checked once (``(x[K, d], rows[N])``): the first client of a diverged
+    group is reported, as when every client's copy is checked."""
+    class Shared:
+        def __init__(self, models, rows):
+            self.models, self.rows = models, rows
+
+        def health(self):
+            return {"model": (self.models, self.rows)}
+
+    models = torch.zeros(3, 4)
+    models[2, 1] = float("nan")
+    rows = torch.tensor([0, 1, 1, 2, 0, 2])
+    HealthCheck().on_round(Shared(torch.zeros(3, 4), rows), 0)
+    with pytest.raises(Diverged) as err:
+        HealthCheck().on_round(Shared(models, rows), 4)
+    assert (err.value.round, err.value.client) == (5, 3)
 
 
 def test_running_sum_messages_have_the_same_size_and_accounting():

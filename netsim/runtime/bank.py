@@ -201,7 +201,7 @@ class ClientBank:
         idx = self._index(clients)
         p = self._rows(idx, None)
         rows = self.n if idx is None else len(idx)
-        loss, g = self.grad(x, y, idx, track=True, out=self._scratch.like(self.flat)[:rows])
+        loss, g = self.grad(x, y, idx, flat=p, track=True, out=self._scratch.like(self.flat)[:rows])
         if clip is not None:
             g.mul_((clip / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0))
         if extra_grad is not None:

@@ -172,7 +172,7 @@ class _ReliableExtra:
         self.inner, self.n, self.k = inner, n, inner.n
 
     def _pad(self, alive: np.ndarray) -> np.ndarray:
-        return np.r_[alive, np.ones(self.n - self.k, bool)]
+        return np.concatenate((alive, np.ones(self.n - self.k, bool)))
 
     def alive(self, t: float) -> np.ndarray:
         return self._pad(self.inner.alive(t))
@@ -395,9 +395,9 @@ class Simulator:
         p = self._pending
         if policy.keeps_late:
             edge = np.flatnonzero(late)
-            p.edge = np.r_[p.edge, edge]
-            p.arrival = np.r_[p.arrival, arrival_time[edge]]
-            p.sent_round = np.r_[p.sent_round, np.full(edge.size, self.round)]
+            p.edge = np.concatenate((p.edge, edge))
+            p.arrival = np.concatenate((p.arrival, arrival_time[edge]))
+            p.sent_round = np.concatenate((p.sent_round, np.full(edge.size, self.round)))
         if p.arrival.size:
             due = p.arrival <= end
             newer = p.sent_round[due] > self._last_round[p.edge[due]]

@@ -108,7 +108,7 @@ class Network:
         extra = self.sim.n - self.n
         if a is None or not extra:
             return a
-        return np.r_[a, np.full(extra, fill, dtype=np.asarray(a).dtype)]
+        return np.concatenate((a, np.full(extra, fill, dtype=np.asarray(a).dtype)))
 
     def _clients(self, comp: ComputeResult) -> ComputeResult:
         n = self.n
@@ -149,7 +149,7 @@ class Network:
         ``steps`` local steps at its arrival (under a deadline policy the deadline counts from
         now)."""
         n, t0, e = self.n, self.now, self.sim.edges
-        down = (e.src == n) & np.r_[np.asarray(to, bool), False][e.dst]
+        down = (e.src == n) & np.append(np.asarray(to, bool), False)[e.dst]
         got = self.sim.exchange(down, nbytes, policy=self.policy)
         received = got.sent_by(n, "delivered", False)[:n]
         deadline = t0 + self.policy.deadline if self.policy.name == "deadline" else None
@@ -162,7 +162,7 @@ class Network:
         returns the mask ``[N]`` of uploads the server accepted (receiver policy from
         ``round_start``)."""
         n, e = self.n, self.sim.edges
-        up = (e.dst == n) & np.r_[comp.finished, False][e.src]
+        up = (e.dst == n) & np.append(np.asarray(comp.finished, bool), False)[e.src]
         sent = self.sim.exchange(up, nbytes, ready=self._pad(comp.finish_time, np.inf),
                                  policy=self.policy, round_start=round_start)
         return sent.to(n, "delivered", False)[:n]

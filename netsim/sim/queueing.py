@@ -12,7 +12,7 @@ import numpy as np
 
 def _group_starts(groups: np.ndarray) -> np.ndarray:
     """Index of the first element of each element's group (``groups`` sorted)."""
-    first = np.r_[True, groups[1:] != groups[:-1]]
+    first = np.concatenate(([True], groups[1:] != groups[:-1]))
     return np.maximum.accumulate(np.where(first, np.arange(groups.size), 0))
 
 
@@ -22,7 +22,7 @@ def grouped_cumsum(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
         return values.astype(float)
     total = np.cumsum(values, dtype=float)
     start = _group_starts(groups)
-    before = np.r_[0.0, total][start]
+    before = np.concatenate(([0.0], total))[start]
     return total - before
 
 
@@ -44,7 +44,7 @@ def grouped_cummax(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
         return values.astype(float)
     finite = values[np.isfinite(values)]
     span = (finite.max() - finite.min() + 1.0) if finite.size else 1.0
-    rank = np.cumsum(np.r_[0, groups[1:] != groups[:-1]])
+    rank = np.cumsum(np.concatenate(([0], groups[1:] != groups[:-1])))
     lifted = values + rank * span
     return np.maximum.accumulate(lifted) - rank * span
 
