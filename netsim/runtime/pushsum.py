@@ -18,9 +18,11 @@ and a late copy older than one already consumed adds nothing. ``sum z + in-fligh
 Implementation: the simulation knows both ends, so it keeps ``sigma - rho`` per edge (the mass in
 flight) instead of two unbounded running sums whose float32 difference would lose precision
 over long runs; the receiver's arithmetic is the same. Only edges that currently hold mass are
-stored, as rows of a ``[H, d]`` tensor keyed by ``dst * N + src``: memory is ``H (d + 1)``
-floats with H at most the number of edges of the base graph (about ``loss x E`` under i.i.d.
-loss; on the complete graph at most ``N (N - 1) (d + 1)`` floats). Messages keep their size:
+stored, each in a row of a pool tensor (sorted keys ``dst * N + src`` and their rows; a step
+touches only the rows of its arrivals and its missed shares, and freed rows are reused; the pool
+doubles when full): memory is up to ``2 H (d + 1)`` floats with H at most the number of edges of
+the base graph (about ``loss x E`` under i.i.d. loss; on the complete graph at most
+``N (N - 1) (d + 1)`` floats). Messages keep their size:
 ``d + 1`` floats, the running sums instead of the shares.
 """
 from __future__ import annotations
@@ -168,8 +170,16 @@ class PushSum:
 
     def reset(self) -> None:
         """Forget the mass in flight (a new push-sum run from fresh states)."""
-        self.keys = np.empty(0, np.int64)
-        self.held: list[Tensor] = []
+        self.keys = np.empty(0, np.int64)      # the edges holding mass, sorted
+        self.slots = np.empty(0, np.int64)     # their rows in the pools
+        self.pool: list[Tensor] = []           # per state [capacity, d_k]; free rows are stale
+        self.free = np.empty(0, np.int64)      # rows of the pools not in use
+
+    @property
+    def held(self) -> list[Tensor]:
+        """The mass in flight per state, ``[H, d_k]`` rows in the order of ``keys``."""
+        rows = torch.as_tensor(self.slots, device=self.pool[0].device) if self.pool else None
+        return [p.index_select(0, rows) for p in self.pool]
 
     def in_flight(self) -> list[Tensor]:
         """Total mass in flight per state, ``[d_k]`` each (zeros when nothing is held)."""
@@ -217,11 +227,11 @@ class PushSum:
         if self.keys.size:
             pos = np.minimum(np.searchsorted(key, self.keys), max(key.size - 1, 0))
             arrive = (key[pos] == self.keys) & delivered[pos] if key.size else ~keep
-            if arrive.any():
-                rows = torch.as_tensor(np.flatnonzero(arrive), device=out[0].device)
+            if arrive.any():                      # in the order of the keys, as they sum
+                rows = torch.as_tensor(self.slots[arrive], device=out[0].device)
                 to = torch.as_tensor(self.keys[arrive] // n, device=out[0].device)
-                for o, h in zip(out, self.held):
-                    o.index_add_(0, to, h.index_select(0, rows))
+                for o, p in zip(out, self.pool):
+                    o.index_add_(0, to, p.index_select(0, rows))
             keep = ~arrive
         lost = pushed & ~delivered
         self._hold(states, share[lost], key[lost], key[lost] % n, keep)
@@ -237,20 +247,38 @@ class PushSum:
 
     def _hold(self, states: list[Tensor], share: np.ndarray, keys: np.ndarray, src: np.ndarray,
               keep: np.ndarray) -> None:
-        """Add the shares pushed on edges ``keys`` this step to the mass held in flight."""
-        old = self.keys[keep]
-        merged = np.union1d(old, keys)
-        dev = states[0].device
-        pos_old = torch.as_tensor(np.searchsorted(merged, old), device=dev)
-        pos_new = torch.as_tensor(np.searchsorted(merged, keys), device=dev)
-        kept = torch.as_tensor(np.flatnonzero(keep), device=dev)
-        src_t = torch.as_tensor(src, device=dev)
-        held = []
-        for k, s in enumerate(states):
-            h = s.new_zeros(merged.size, s.shape[1])
-            if old.size:
-                h.index_add_(0, pos_old, self.held[k].index_select(0, kept))
-            coef = torch.as_tensor(share, dtype=s.dtype, device=dev)[:, None]
-            h.index_add_(0, pos_new, s.index_select(0, src_t).mul_(coef))
-            held.append(h)
-        self.keys, self.held = merged, held
+        """Add the shares pushed on edges ``keys`` this step to the mass held in flight: rows of
+        the pools stay where they are (only this step's arrivals and shares are touched); an
+        edge that starts holding takes a free row, zeroed first."""
+        self.free = np.concatenate((self.free, self.slots[~keep]))
+        old_keys, old_slots = self.keys[keep], self.slots[keep]
+        merged = np.union1d(old_keys, keys)
+        known = np.isin(keys, old_keys, assume_unique=True)
+        fresh = self._take(int((~known).sum()), states)
+        slot_of = np.empty(keys.size, np.int64)
+        slot_of[known] = old_slots[np.searchsorted(old_keys, keys[known])]
+        slot_of[~known] = fresh
+        slots = np.empty(merged.size, np.int64)
+        slots[np.searchsorted(merged, old_keys)] = old_slots
+        slots[np.searchsorted(merged, keys)] = slot_of
+        if keys.size:
+            dev = states[0].device
+            fresh_t = torch.as_tensor(fresh, device=dev)
+            to = torch.as_tensor(slot_of, device=dev)
+            src_t = torch.as_tensor(src, device=dev)
+            for p, s in zip(self.pool, states):
+                p.index_fill_(0, fresh_t, 0.0)
+                coef = torch.as_tensor(share, dtype=s.dtype, device=dev)[:, None]
+                p.index_add_(0, to, s.index_select(0, src_t).mul_(coef))
+        self.keys, self.slots = merged, slots
+
+    def _take(self, count: int, states: list[Tensor]) -> np.ndarray:
+        """``count`` free rows of the pools (grown by doubling when too few are free)."""
+        if count > self.free.size:
+            size = self.pool[0].shape[0] if self.pool else 0
+            grow = max(count - self.free.size, size, 16)
+            self.pool = ([torch.cat([p, p.new_zeros(grow, p.shape[1])]) for p in self.pool]
+                         if self.pool else [s.new_zeros(grow, s.shape[1]) for s in states])
+            self.free = np.concatenate((self.free, np.arange(size, size + grow)))
+        taken, self.free = self.free[:count], self.free[count:]
+        return taken
