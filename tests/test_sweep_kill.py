@@ -43,7 +43,8 @@ def alive(pid: int) -> bool:
 
 
 def test_killed_parent_leaves_no_worker_and_relaunch_completes(tmp_path):
-    base = dict(TINY, algorithms=["local"], schedule={"rounds": 4, "eval_every": 4})
+    # runs long enough (~0.5 s) that the pool is still working when the first one is done
+    base = dict(TINY, algorithms=["local"], schedule={"rounds": 60, "eval_every": 60})
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
     spec = {"scenario": "base.yaml", "name": "k", "grid": {"train.lr": [0.01 * k for k in range(1, 7)]},
             "executor": {"name": "local", "workers": 2, "threads": 1}}

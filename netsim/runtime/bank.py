@@ -171,13 +171,15 @@ class ClientBank:
         return loss, g
 
     def _grad(self, x: Tensor, y: Tensor, idx: Tensor | None, flat: Tensor | None,
-              stats: dict | None = None, out: Tensor | None = None) -> tuple[Tensor, Tensor]:
+              stats: dict | None = None, out: Tensor | None = None,
+              concat: bool = True) -> tuple[Tensor, Tensor | list[Tensor]]:
+        """The loss and its gradient ``[M, d]`` (``concat``) or per parameter, ``[M, n_k]``."""
         params = {k: v.detach().requires_grad_(True)
                   for k, v in self.params(self._rows(idx, flat)).items()}
         with torch.enable_grad():
             loss = self._loss_of(params, x, y, idx, stats)
-            grads = torch.autograd.grad(loss.sum(), list(params.values()))
-        return loss.detach(), torch.cat([g.flatten(1) for g in grads], 1, out=out)
+            grads = [g.flatten(1) for g in torch.autograd.grad(loss.sum(), list(params.values()))]
+        return loss.detach(), torch.cat(grads, 1, out=out) if concat else grads
 
     def sgd_step(self, x: Tensor, y: Tensor, opt: SGD, clients: Clients = None,
                  prox: tuple[float, Tensor] | None = None,
@@ -193,46 +195,62 @@ class ClientBank:
         Models with batch normalisation also update the clients' running statistics.
 
         All clients (``clients`` None, all True, or 0..N-1) update the bank in place; a subset is
-        gathered and written back. The gradient goes into a work buffer kept between steps
-        (:mod:`netsim.runtime.scratch`), and the direction and the step are built in it in place
-        (the same values as out of place).
+        gathered and its step added back (``index_add_``). Without clipping, weight decay and
+        Nesterov the direction and the step are built in autograd's gradients, parameter by
+        parameter; otherwise the gradient goes into a work buffer kept between steps
+        (:mod:`netsim.runtime.scratch`) and they are built in it. Both in place, the same values
+        as out of place.
         """
         lr, momentum, weight_decay, clip = opt.lr, opt.momentum, opt.weight_decay, opt.clip
         idx = self._index(clients)
         p = self._rows(idx, None)
         rows = self.n if idx is None else len(idx)
-        loss, g = self.grad(x, y, idx, flat=p, track=True, out=self._scratch.like(self.flat)[:rows])
-        if clip is not None:
-            g.mul_((clip / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0))
-        if extra_grad is not None:
-            g.add_(extra_grad)
-        if prox is not None:
-            mu, anchor = prox
-            g.add_((p - _select(anchor, idx)).mul_(mu))
-        if weight_decay:
-            g.add_(p, alpha=weight_decay)
-        direction = self._update_momentum(idx, g, momentum, opt.nesterov) if momentum else g
+        if clip is None and not weight_decay and not opt.nesterov:
+            # parameter by parameter, as autograd gives the gradients (no [M, d] concatenation):
+            # the same values, every remaining operation being elementwise without alpha
+            stats = {} if self.running is not None else None
+            loss, grads = self._grad(x, y, idx, p, stats, concat=False)
+            if stats is not None:
+                self.update_statistics(stats, idx)
+            pieces = [(g, slice(a, b)) for g, (a, b, _) in zip(grads, self._slices.values())]
+        else:
+            loss, g = self.grad(x, y, idx, flat=p, track=True,
+                                out=self._scratch.like(self.flat)[:rows])
+            if clip is not None:
+                g.mul_((clip / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0))
+            pieces = [(g, slice(None))]
+        anchor = None if prox is None else _select(prox[1], idx)
         if isinstance(lr, Tensor):
             lr = lr.to(self.flat).view(-1, 1)
-        step = torch.mul(direction, lr, out=g)
-        if idx is None:
-            self.flat.sub_(step)
-        else:
-            self.flat.index_copy_(0, idx, p.sub_(step))
+        for g, cols in pieces:
+            if extra_grad is not None:
+                g.add_(extra_grad[:, cols])
+            if prox is not None:
+                g.add_((p[:, cols] - anchor[:, cols]).mul_(prox[0]))
+            if weight_decay:
+                g.add_(p[:, cols], alpha=weight_decay)
+            direction = (self._update_momentum(idx, g, momentum, opt.nesterov, cols) if momentum
+                         else g)
+            step = torch.mul(direction, lr, out=g)
+            if idx is None:
+                self.flat[:, cols].sub_(step)
+            else:                                   # = index_copy_ of p - step, one pass less
+                self.flat[:, cols].index_add_(0, idx, step, alpha=-1)
         return loss
 
     def _update_momentum(self, idx: Tensor | None, d_p: Tensor, momentum: float,
-                         nesterov: bool) -> Tensor:
-        """``buf = momentum * buf + d_p``; buffers of clients without history are zero, which
-        gives PyTorch's ``buf = d_p`` on the first step. Returns the step direction (Nesterov:
-        built in ``d_p``, in place)."""
+                         nesterov: bool, cols: slice = slice(None)) -> Tensor:
+        """``buf = momentum * buf + d_p`` (the buffers' columns ``cols``); buffers of clients
+        without history are zero, which gives PyTorch's ``buf = d_p`` on the first step.
+        Returns the step direction (Nesterov: built in ``d_p``, in place)."""
         if self._buf is None:
             self._buf = torch.zeros_like(self.flat)
+        bufs = self._buf[:, cols]
         if idx is None:
-            buf = self._buf.mul_(momentum).add_(d_p)
+            buf = bufs.mul_(momentum).add_(d_p)
         else:
-            buf = self._buf.index_select(0, idx).mul_(momentum).add_(d_p)
-            self._buf.index_copy_(0, idx, buf)
+            buf = bufs.index_select(0, idx).mul_(momentum).add_(d_p)
+            bufs.index_copy_(0, idx, buf)
         return d_p.add_(buf, alpha=momentum) if nesterov else buf
 
     def track_statistics(self, x: Tensor, flat: Tensor | None = None,
