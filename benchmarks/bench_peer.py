@@ -18,13 +18,14 @@ The floor, the loop and netsim's FedAvg start from the same initial weights on t
 data. Every configuration runs once per repetition, interleaved, so that background load hits them
 alike; seconds per round are medians over repetitions of the mean over rounds 2..R (netsim: timed
 by a run-loop callback between rounds, so recording and checkpoints are included; setup and the
-evaluations are not). netsim's default writes a checkpoint every ``rounds // 4`` rounds once 10 s
-of wall time have passed since the last one, so these runs of seconds write none mid-run;
-``--checkpoint-every K`` sets ``outputs.checkpoint_every`` (a checkpoint every K rounds, however
-short the run) to show their cost. PDBO's round is ``inner_steps`` SGP steps
-plus HGP: its ratio is also given per inner step. Peak memory (``VmHWM``) is measured by running
-each configuration once more in its own process. Accuracy: mean test accuracy over clients at the
-end.
+evaluations are not); ``engine``: the share of those rounds spent inside the engine
+(``Simulator.wall_time``, median over repetitions). netsim's default writes a checkpoint every
+``rounds // 4`` rounds once 10 s of wall time have passed since the last one, so these runs of
+seconds write none mid-run; ``--checkpoint-every K`` sets ``outputs.checkpoint_every`` (a
+checkpoint every K rounds, however short the run) to show their cost. PDBO's round is
+``inner_steps`` SGP steps plus HGP: its ratio is also given per inner step. Peak memory
+(``VmHWM``) is measured by running each configuration once more in its own process. Accuracy:
+mean test accuracy over clients at the end.
 """
 from __future__ import annotations
 
@@ -86,13 +87,15 @@ def scenario(name: str, rounds: int, checkpoint_every: int | None = None) -> dic
 
 
 class RoundClock(Callback):
-    """Times of the ends of rounds."""
+    """Times of the ends of rounds, and the engine's own time then (``Simulator.wall_time``)."""
 
     def __init__(self):
         self.ends: list[float] = []
+        self.engine: list[float] = []
 
     def on_round(self, alg, t: int) -> None:
         self.ends.append(time.perf_counter())
+        self.engine.append(alg.sim.wall_time)
 
 
 def per_round(ends: list[float]) -> float:
@@ -100,14 +103,16 @@ def per_round(ends: list[float]) -> float:
     return (ends[-1] - ends[0]) / (len(ends) - 1)
 
 
-def run_netsim(name: str, rounds: int, checkpoint_every: int | None) -> tuple[float, float]:
+def run_netsim(name: str, rounds: int, checkpoint_every: int | None
+               ) -> tuple[float, float, float]:
+    """Seconds per round, accuracy, and the engine's share of the rounds 2..R."""
     clock = RoundClock()
     with tempfile.TemporaryDirectory() as out:
         res = run(Scenario(scenario(name, rounds, checkpoint_every)), out=out, quiet=True,
                   threads=torch.get_num_threads(), callbacks=[clock])
         acc = res.summary["algorithms"][NETSIM[name][0] if isinstance(NETSIM[name][0], str)
                                         else NETSIM[name][0]["name"]]["mean_accuracy"]
-    return per_round(clock.ends), acc
+    return per_round(clock.ends), acc, per_round(clock.engine) / per_round(clock.ends)
 
 
 class Workload:
@@ -191,11 +196,12 @@ def run_loop(wl: Workload, rounds: int) -> tuple[float, float]:
 
 
 def measure(name: str, rounds: int, wl: Workload | None,
-            checkpoint_every: int | None = None) -> tuple[float, float]:
+            checkpoint_every: int | None = None) -> tuple[float, float, float]:
+    """Seconds per round, accuracy and the engine's share (NaN: no engine)."""
     if name == "floor":
-        return run_floor(wl, rounds)
+        return (*run_floor(wl, rounds), float("nan"))
     if name == "loop":
-        return run_loop(wl, rounds)
+        return (*run_loop(wl, rounds), float("nan"))
     return run_netsim(name, rounds, checkpoint_every)
 
 
@@ -241,12 +247,15 @@ def main(argv: list[str] | None = None) -> None:
     names = ["floor", "loop", *(args.only or NETSIM)]
     wl = Workload()
     times: dict[str, list[float]] = {n: [] for n in names}
+    shares: dict[str, list[float]] = {n: [] for n in names}
     acc: dict[str, float] = {}
     for _ in range(args.repeats):
         for name in names:
-            sec, acc[name] = measure(name, args.rounds, wl, args.checkpoint_every)
+            sec, acc[name], share = measure(name, args.rounds, wl, args.checkpoint_every)
             times[name].append(sec)
+            shares[name].append(share)
     med = {n: statistics.median(t) for n, t in times.items()}
+    engine = {n: statistics.median(s) for n, s in shares.items()}
     mem = {n: (float("nan") if args.no_memory else
                peak_mb(n, args.rounds, args.threads, args.checkpoint_every)) for n in names}
     load = os.getloadavg()[0]
@@ -254,13 +263,14 @@ def main(argv: list[str] | None = None) -> None:
           f"{args.threads} thread(s), load average {load:.2f}, torch {torch.__version__}"
           + (f", a checkpoint every {args.checkpoint_every} rounds" if args.checkpoint_every
              else ""))
-    print(f"{'':<10}{'s/round':>10}{'x floor':>9}{'x loop':>8}{'peak MB':>9}{'accuracy':>10}")
+    print(f"{'':<10}{'s/round':>10}{'x floor':>9}{'x loop':>8}{'engine':>8}{'peak MB':>9}"
+          f"{'accuracy':>10}")
     for n in names:
         extra = ""
         if n == "pdbo_mtl":
             extra = f"   per inner step: {med[n] / PDBO_INNER / med['floor']:.2f}x floor"
         print(f"{n:<10}{med[n]:>10.5f}{med[n] / med['floor']:>9.2f}{med[n] / med['loop']:>8.2f}"
-              f"{mem[n]:>9.0f}{acc[n]:>10.4f}{extra}")
+              f"{engine[n]:>8.1%}{mem[n]:>9.0f}{acc[n]:>10.4f}{extra}")
 
 
 if __name__ == "__main__":

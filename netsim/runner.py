@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from netsim._version import __version__
+from netsim.allocator import tune_malloc
 from netsim.config import Scenario
 from netsim.checkpoint import CHECKPOINT, CHECKPOINT_SECONDS, Checkpointer, load_algorithm
 from netsim.loop import Callback, Diverged, HealthCheck, make_algorithm, run_loop
@@ -270,6 +271,7 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
     cfg = scenario.resolve()
     seeds = [cfg["seed"]] if not seeds else Field("list", item="int", lo=0).check("seeds", seeds)
     n_threads = use_threads(cfg["threads"] if threads is None else threads)
+    tune_malloc()
     folder = Path(out or cfg["outputs"]["dir"]) / cfg["name"]
     if resume and finished_run(folder, cfg, seeds):      # every (algorithm, seed) run is done
         res = Results(folder)

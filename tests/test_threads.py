@@ -69,3 +69,16 @@ def test_bad_threads_are_refused(bad):
         Scenario(dict(SMALL, threads=bad)).resolve()
     with pytest.raises(ConfigError, match="^threads: "):
         nt.use_threads(bad)
+
+
+def test_malloc_thresholds_are_fixed_on_glibc_unless_the_user_set_them(monkeypatch):
+    """netsim.allocator: glibc's mmap / trim thresholds are fixed for a run (mallopt returns 1),
+    left alone where the user set one, and nothing is done on another C library."""
+    from netsim import allocator
+    glibc = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
+    assert allocator.tune_malloc() is glibc
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1048576")
+    assert allocator.tune_malloc() is False
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_")
+    monkeypatch.setattr(allocator.os, "confstr", lambda name: "musl 1.2")
+    assert allocator.tune_malloc() is False

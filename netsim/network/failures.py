@@ -172,6 +172,11 @@ class FailureModel:
             chosen = rng.choice(n, int(round(spec["crash"]["share"] * n)), replace=False)
             self.crash_time[chosen] = spec["crash"]["at"]
         self.churn = Churn(n, rng, **spec["churn"]) if spec["churn"] is not None else None
+        #: no crash, scripted node outage or churn: every node is up at all times
+        self.always_up = (not np.isfinite(self.crash_time).any() and not self.node_items
+                          and self.churn is None)
+        #: scripted edge outages or partitions (:meth:`edges_up` can say False)
+        self.cuts_edges = bool(self.edge_items or self.partitions)
 
     def _labels(self, groups: list[list[int]]) -> np.ndarray:
         """Group label per node; unlisted nodes share the label len(groups)."""
@@ -182,6 +187,8 @@ class FailureModel:
 
     def alive_during(self, t0: float, t1: np.ndarray) -> np.ndarray:
         """bool[n]: node i is up for the whole of [t0, t1_i]."""
+        if self.always_up:
+            return np.ones(self.n, bool)
         t1 = np.broadcast_to(np.asarray(t1, float), (self.n,))
         alive = ~(np.isfinite(self.crash_time) & (self.crash_time <= t1))
         for nodes, a, b in self.node_items:

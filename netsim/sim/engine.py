@@ -170,6 +170,7 @@ class _ReliableExtra:
 
     def __init__(self, inner, n: int):
         self.inner, self.n, self.k = inner, n, inner.n
+        self.always_up, self.cuts_edges = inner.always_up, inner.cuts_edges
 
     def _pad(self, alive: np.ndarray) -> np.ndarray:
         return np.concatenate((alive, np.ones(self.n - self.k, bool)))
@@ -250,9 +251,13 @@ class Simulator:
 
     def links_now(self) -> np.ndarray:
         """Realised directed links for one step at the current time, ``bool[E]`` over the edges."""
-        e = self.edges
-        up = self.links.up_edges(self.now) & self.failures.edges_up(self.now, e.src, e.dst)
-        alive = self.failures.alive(self.now)
+        e, f = self.edges, self.failures
+        up = self.links.up_edges(self.now)
+        if f.cuts_edges:
+            up = up & f.edges_up(self.now, e.src, e.dst)
+        if f.always_up:
+            return up
+        alive = f.alive(self.now)
         return up & alive[e.src] & alive[e.dst]
 
     def _run_until(self, when: float) -> None:
@@ -324,7 +329,8 @@ class Simulator:
         ready = np.where(np.isfinite(ready), ready, now)
         request = np.asarray(request, bool)
         want = request if request.ndim == 1 else e.gather(request)
-        size = e.gather(np.broadcast_to(np.asarray(nbytes, float), (n, n)))
+        size = (np.full(len(e), float(nbytes)) if np.ndim(nbytes) == 0 else
+                e.gather(np.broadcast_to(np.asarray(nbytes, float), (n, n))))
         link_up = self.links_now() & want
         blocked = self._apply_budget(link_up, size)
         sent = link_up & ~blocked
