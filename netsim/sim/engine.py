@@ -325,8 +325,11 @@ class Simulator:
         """
         n, now, e = self.n, self.now, self.edges
         policy = policy or self.policy
-        ready = np.full(n, now) if ready is None else np.asarray(ready, float)
-        ready = np.where(np.isfinite(ready), ready, now)
+        if ready is None:
+            ready = np.full(n, now)
+        else:
+            ready = np.asarray(ready, float)
+            ready = np.where(np.isfinite(ready), ready, now)
         request = np.asarray(request, bool)
         want = request if request.ndim == 1 else e.gather(request)
         size = (np.full(len(e), float(nbytes)) if np.ndim(nbytes) == 0 else
@@ -363,8 +366,7 @@ class Simulator:
         available = (staleness >= 0) & (staleness <= max(policy.max_staleness, 0))
         staleness = np.where(available, staleness, -1)
 
-        bytes_sent = np.zeros(n)
-        np.add.at(bytes_sent, src, b)
+        bytes_sent = np.bincount(src, weights=b, minlength=n)
         self._account(sent, delivered, lost, late, blocked, bytes_sent, arrival_time - ready[e.src],
                       staleness)
         if self.trace is not None:
@@ -458,11 +460,12 @@ class Simulator:
     def _account(self, sent, delivered, lost, late, blocked, bytes_sent, latency,
                  staleness) -> None:
         book = self._book
+        count = np.count_nonzero
         book.bytes_sent += float(bytes_sent.sum())
-        book.messages_sent += int(sent.sum())
-        book.messages_delivered += int(delivered.sum())
-        book.messages_dropped += int(lost.sum() + late.sum())
-        book.messages_blocked += int(blocked.sum())
+        book.messages_sent += count(sent)
+        book.messages_delivered += count(delivered)
+        book.messages_dropped += count(lost) + count(late)
+        book.messages_blocked += count(blocked)
         book.latency_sum += float(latency[delivered].sum())
         book.max_staleness = max(book.max_staleness, int(staleness.max(initial=0)))
 
