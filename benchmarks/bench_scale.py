@@ -2,13 +2,16 @@
 
     python benchmarks/bench_scale.py [--sizes 100 300 1000 3000 10000] [--rounds 20]
                                      [--threads 1] [--state-dtype float64|float32]
+                                     [--checkpoint-every K]
 
 Workload (issue 18's first scale case): SGP on a sparse random directed graph (Erdős–Rényi with
 p = 5 / (N - 1), so the mean out-degree stays 5) with bench_peer's random directed links
 (Bernoulli(0.5) per step, latency with jitter, 1% loss), an MLP 64-64-10 trained with batch 2,
 one local step per round, on a 10-class Gaussian mixture in 64 dimensions with 20 samples per
 client (iid), evaluated only at the end. ``--state-dtype``: SGP's push-sum state z (the
-``state_dtype`` option; default float64).
+``state_dtype`` option; default float64). ``--checkpoint-every K``: ``outputs.checkpoint_every``
+(default netsim's: every ``rounds // 4`` rounds once 10 s have passed since the last one, so
+only the runs longer than 10 s write one mid-run; K = the rounds: none).
 
 Per size: seconds per round (mean over rounds 2..R, timed between rounds by a run-loop
 callback, recording and netsim's default checkpoints included, setup and evaluations not), the
@@ -36,7 +39,8 @@ from bench_peer import RANDOM, peak_rss_mb, per_round  # noqa: E402
 DEGREE, SAMPLES, BATCH = 5, 20, 2
 
 
-def scenario(n: int, rounds: int, state_dtype: str = "float64") -> dict:
+def scenario(n: int, rounds: int, state_dtype: str = "float64",
+             checkpoint_every: int | None = None) -> dict:
     """The workload on ``n`` clients."""
     return {
         "name": f"bench_scale_{n}", "seed": 0, "clients": n,
@@ -48,11 +52,12 @@ def scenario(n: int, rounds: int, state_dtype: str = "float64") -> dict:
         "train": {"lr": 0.05, "momentum": 0.0, "batch_size": BATCH, "local_steps": 1},
         "schedule": {"rounds": rounds, "eval_every": rounds},
         "algorithms": [{"name": "sgp", "state_dtype": state_dtype}],
-        "outputs": {"figures": False, "progress": False},
+        "outputs": {"figures": False, "progress": False, "checkpoint_every": checkpoint_every},
     }
 
 
-def child(n: int, rounds: int, threads: int, state_dtype: str) -> dict:
+def child(n: int, rounds: int, threads: int, state_dtype: str,
+          checkpoint_every: int | None) -> dict:
     """Run the workload once on ``n`` clients; what this process measured."""
     from netsim import Scenario, run
     from netsim.loop import Callback
@@ -70,8 +75,8 @@ def child(n: int, rounds: int, threads: int, state_dtype: str) -> dict:
 
     clock = Clock()
     with tempfile.TemporaryDirectory() as out:
-        res = run(Scenario(scenario(n, rounds, state_dtype)), out=out, quiet=True, threads=threads,
-                  callbacks=[clock])
+        res = run(Scenario(scenario(n, rounds, state_dtype, checkpoint_every)), out=out,
+                  quiet=True, threads=threads, callbacks=[clock])
         sgp = res.summary["algorithms"]["sgp"]
     s_round = per_round(clock.ends)
     share = (clock.engine[-1] - clock.engine[0]) / (clock.ends[-1] - clock.ends[0])
@@ -79,11 +84,13 @@ def child(n: int, rounds: int, threads: int, state_dtype: str) -> dict:
             "run_s": sgp["wall_time"], "peak_mb": peak_rss_mb(), "accuracy": sgp["mean_accuracy"]}
 
 
-def measure(n: int, rounds: int, threads: int, state_dtype: str) -> dict:
+def measure(n: int, rounds: int, threads: int, state_dtype: str,
+            checkpoint_every: int | None) -> dict:
     """:func:`child` in a fresh process."""
+    flags = [] if checkpoint_every is None else ["--checkpoint-every", str(checkpoint_every)]
     out = subprocess.run([sys.executable, __file__, "--child", str(n), "--rounds", str(rounds),
-                          "--threads", str(threads), "--state-dtype", state_dtype], check=True,
-                         capture_output=True, text=True)
+                          "--threads", str(threads), "--state-dtype", state_dtype, *flags],
+                         check=True, capture_output=True, text=True)
     return json.loads(out.stdout.splitlines()[-1])
 
 
@@ -98,12 +105,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--state-dtype", default="float64", choices=("float64", "float32"))
+    ap.add_argument("--checkpoint-every", type=int, default=None)
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child, args.rounds, args.threads, args.state_dtype)))
+        print(json.dumps(child(args.child, args.rounds, args.threads, args.state_dtype,
+                               args.checkpoint_every)))
         return
-    rows = [measure(n, args.rounds, args.threads, args.state_dtype) for n in args.sizes]
+    rows = [measure(n, args.rounds, args.threads, args.state_dtype, args.checkpoint_every)
+            for n in args.sizes]
     print(f"# SGP ({args.state_dtype} state), Erdős–Rényi mean out-degree {DEGREE}, "
           f"{args.rounds} rounds, {args.threads} thread(s), load average "
           f"{os.getloadavg()[0]:.2f}")
