@@ -33,6 +33,8 @@ used.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -177,11 +179,10 @@ class PDBOMTL(InnerSGP, Algorithm):
         """``(H u, (d_lambda grad_x f)^T u)`` on one mini-batch (``same_sample``) or two."""
         batch = self.train.batch_size
         xb, yb = self.data.sample_batch("train", batch, self.gen)
-        hvp, mixed = grad_vjp(lambda x_, lam: self._inner_loss(x_, lam, xb, yb), x, self.lam, u)
+        hvp, mixed = grad_vjp(partial(self._inner_loss, xb=xb, yb=yb), x, self.lam, u)
         if not self.hp.same_sample:
             xb, yb = self.data.sample_batch("train", batch, self.gen)
-            _, mixed = grad_vjp(lambda x_, lam: self._inner_loss(x_, lam, xb, yb), x, self.lam,
-                                u)
+            _, mixed = grad_vjp(partial(self._inner_loss, xb=xb, yb=yb), x, self.lam, u)
         return hvp, mixed
 
     # ------------------------------------------------------------------ reporting

@@ -20,8 +20,8 @@ Nedić–Olshevsky form the authors run, all agents batched:
 The de-biased learners are ``x_i = z_i / w_i`` (:meth:`InnerSGP.x`). The mixin uses the helpers
 of :class:`algorithms.base.Algorithm` (``compute_phase``, ``exchange``, ``log_links``,
 ``index``) and reads what it and ``PDBOMTL.__init__`` set: ``hp``, ``n``, ``bank``, ``data``,
-``gen``, ``device``, ``train``, ``net``, ``push_sum``, ``x0``, ``dx``, ``lam``, ``sgp_bytes`` and the
-state ``(z, w)``; it sets ``z``, ``w`` and ``last_mixing``.
+``gen``, ``device``, ``train``, ``net``, ``push_sum``, ``x0``, ``dx``, ``lam``, ``sgp_bytes``
+and the state ``(z, w)``; it sets ``z``, ``w`` and ``last_mixing``.
 """
 from __future__ import annotations
 

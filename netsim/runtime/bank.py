@@ -154,18 +154,20 @@ class ClientBank:
 
     def grad(self, x: Tensor, y: Tensor, clients: Clients = None,
              flat: Tensor | None = None, track: bool = False,
-             out: Tensor | None = None, stats: dict | None = None) -> tuple[Tensor, Tensor]:
+             out: Tensor | None = None, stats: dict | None = None,
+             concat: bool = True) -> tuple[Tensor, Tensor | list[Tensor]]:
         """``(loss[M], grad[M, d])`` from one backward pass of the summed per-client losses
         (taken w.r.t. the per-parameter views, then concatenated: cheaper than slicing a flat
         leaf, whose backward zero-fills and adds a ``[M, d]`` tensor per parameter), into ``out``
-        (``[M, d]``) if given. ``track`` (a training step written by hand): also update the
-        clients' BatchNorm running statistics from this forward pass; ``stats`` (instead): a
-        dict that receives them, for the caller to apply (:meth:`update_statistics`)."""
+        (``[M, d]``) if given; not ``concat``: the gradient per parameter, ``[M, n_k]`` each.
+        ``track`` (a training step written by hand): also update the clients' BatchNorm running
+        statistics from this forward pass; ``stats`` (instead): a dict that receives them, for
+        the caller to apply (:meth:`update_statistics`)."""
         idx = self._index(clients)
         update = track and self.running is not None
         if update:
             stats = {}
-        loss, g = self._grad(x, y, idx, flat, stats, out)
+        loss, g = self._grad(x, y, idx, flat, stats, out, concat)
         if update:
             self.update_statistics(stats, idx)
         return loss, g
@@ -208,10 +210,7 @@ class ClientBank:
         if clip is None and not weight_decay and not opt.nesterov:
             # parameter by parameter, as autograd gives the gradients (no [M, d] concatenation):
             # the same values, every remaining operation being elementwise without alpha
-            stats = {} if self.running is not None else None
-            loss, grads = self._grad(x, y, idx, p, stats, concat=False)
-            if stats is not None:
-                self.update_statistics(stats, idx)
+            loss, grads = self.grad(x, y, idx, flat=p, track=True, concat=False)
             pieces = [(g, slice(a, b)) for g, (a, b, _) in zip(grads, self._slices.values())]
         else:
             loss, g = self.grad(x, y, idx, flat=p, track=True,
