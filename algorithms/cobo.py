@@ -202,11 +202,12 @@ class CoBo(Algorithm):
         row = rho * w.sum(1, keepdim=True)
         pull = rho * self.mail.mix_stale(w, models.staleness)
         done = self.compute_phase(active=self.net.alive()).finished
-        idx = self.index(done, self.device)
+        idx, every = self.index(done, self.device), bool(done.all())
         tr = self.train
         for _ in range(tr.local_steps):
             x, y = self.data.sample_batch("train", tr.batch_size, self.gen, idx)
-            pen = row[idx] * self.bank.flat[idx] - pull[idx]
+            pen = (torch.mul(self.bank.flat, row).sub_(pull) if every else   # no gathers
+                   row[idx] * self.bank.flat[idx] - pull[idx])
             if self.ema is None:
                 self.bank.sgd_step(x, y, tr.sgd, clients=idx,
                                    extra_grad=pen)

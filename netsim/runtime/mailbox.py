@@ -55,11 +55,12 @@ class Mailbox:
         """``sum_k w_ik x_k^{(s_ik)}`` for an algorithm that posts one exchange per round: each
         peer's copy sent ``staleness[i, k]`` exchanges ago, as the engine reports it (``weights``
         [N, N] is zero where no copy is usable); one ``[N, N] @ [N, d]`` product per staleness."""
-        out = torch.zeros_like(self.newest())
+        out = None
         for s in np.unique(staleness[staleness >= 0]):
             mask = torch.as_tensor(staleness == s, device=weights.device)
-            out += torch.where(mask, weights, torch.zeros_like(weights)) @ self.ring[-1 - int(s)][2]
-        return out
+            part = torch.where(mask, weights, torch.zeros_like(weights)) @ self.ring[-1 - int(s)][2]
+            out = part if out is None else out.add_(part)
+        return torch.zeros_like(self.newest()) if out is None else out
 
     def mix(self, weights: np.ndarray, like: Tensor) -> Tensor:
         """``sum_j weights[i, j] copy_ij`` for every receiver i (zero weight where no copy)."""

@@ -427,15 +427,18 @@ class Simulator:
         receiver order.
         """
         n, e = self.n, self.edges
-        blocked = np.zeros(len(e), bool)
         cap = self.budget.get("peers_per_round")
+        per_round = self.budget.get("bytes_per_round")
+        total = self.budget.get("total_bytes")
+        if cap is None and per_round is None and total is None:      # nothing is refused
+            self._charge(request, size)
+            return np.zeros(len(e), bool)
+        blocked = np.zeros(len(e), bool)
         if cap is not None:
             new = request & ~self._round_peers
             room = cap - self.peers_accepted()
             blocked |= new & (segment_cumsum(new, e.in_ptr) > room[e.dst])
         out = request & ~blocked
-        per_round = self.budget.get("bytes_per_round")
-        total = self.budget.get("total_bytes")
         if per_round is not None or total is not None:
             room = np.full(n, np.inf)
             if per_round is not None:
@@ -446,12 +449,16 @@ class Simulator:
             order = e.out_order
             spent = segment_cumsum(np.where(out, size, 0.0)[order], e.out_ptr)
             blocked[order] |= (spent > room[e.src[order]] + 1e-9) & out[order]
-        accepted = request & ~blocked
+        self._charge(request & ~blocked, size)
+        return blocked & request
+
+    def _charge(self, accepted: np.ndarray, size: np.ndarray) -> None:
+        """Charge the ``accepted`` messages (``bool[E]``) to the senders' bytes and the
+        receivers' peers of this round."""
         self._round_peers |= accepted
-        charged = np.bincount(e.src, weights=np.where(accepted, size, 0.0), minlength=n)
+        charged = np.bincount(self.edges.src[accepted], weights=size[accepted], minlength=self.n)
         self._round_bytes += charged
         self.total_bytes += charged
-        return blocked & request
 
     def peers_accepted(self) -> np.ndarray:
         """``[N]``: peers each receiver accepted so far this round (for its peer budget)."""

@@ -12,18 +12,18 @@ import numpy as np
 
 def _group_starts(groups: np.ndarray) -> np.ndarray:
     """Index of the first element of each element's group (``groups`` sorted)."""
-    first = np.concatenate(([True], groups[1:] != groups[:-1]))
-    return np.maximum.accumulate(np.where(first, np.arange(groups.size), 0))
+    return np.searchsorted(groups, groups)
 
 
-def grouped_cumsum(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Inclusive cumulative sum restarting at every new value of the sorted ``groups``."""
+def grouped_cumsum(values: np.ndarray, groups: np.ndarray,
+                   start: np.ndarray | None = None) -> np.ndarray:
+    """Inclusive cumulative sum restarting at every new value of the sorted ``groups``
+    (``start``: their :func:`_group_starts`, when already known)."""
     if values.size == 0:
         return values.astype(float)
     total = np.cumsum(values, dtype=float)
-    start = _group_starts(groups)
-    before = np.concatenate(([0.0], total))[start]
-    return total - before
+    start = _group_starts(groups) if start is None else start
+    return total - np.concatenate(([0.0], total))[start]
 
 
 def segment_cumsum(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
@@ -38,13 +38,17 @@ def segment_cumsum(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
     return out
 
 
-def grouped_cummax(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Running maximum restarting at every new value of the sorted ``groups``."""
+def grouped_cummax(values: np.ndarray, groups: np.ndarray,
+                   start: np.ndarray | None = None) -> np.ndarray:
+    """Running maximum restarting at every new value of the sorted ``groups`` (``start``: their
+    :func:`_group_starts`, when already known). Groups are lifted apart by their rank times the
+    values' span, so that one running maximum serves them all."""
     if values.size == 0:
         return values.astype(float)
     finite = values[np.isfinite(values)]
     span = (finite.max() - finite.min() + 1.0) if finite.size else 1.0
-    rank = np.cumsum(np.concatenate(([0], groups[1:] != groups[:-1])))
+    start = _group_starts(groups) if start is None else start
+    rank = np.cumsum(start == np.arange(values.size)) - 1
     lifted = values + rank * span
     return np.maximum.accumulate(lifted) - rank * span
 
@@ -53,6 +57,7 @@ def fifo_finish(entry: np.ndarray, service: np.ndarray, queue: np.ndarray) -> np
     """Completion times of FIFO queues; messages must be sorted by (queue, order of entry)."""
     if entry.size == 0:
         return entry.astype(float)
-    s_cum = grouped_cumsum(service, queue)
-    head = grouped_cummax(entry - (s_cum - service), queue)
+    start = _group_starts(queue)
+    s_cum = grouped_cumsum(service, queue, start)
+    head = grouped_cummax(entry - (s_cum - service), queue, start)
     return s_cum + head
