@@ -16,7 +16,7 @@ from netsim.network.draws import UniformAt
 from netsim.network.edges import Edges
 from netsim.rng import Streams
 from netsim.sim.engine import Simulator
-from netsim.sim.queueing import segment_cumsum
+from netsim.sim.queueing import RADIX_MIN, fifo_finish, queue_last, queue_order, segment_cumsum
 from topologies import build_topology
 from topologies.generators import _seed
 
@@ -77,6 +77,23 @@ def test_segment_cumsum_is_numpys_cumsum_of_each_segment():
     got = segment_cumsum(values, ptr)
     expect = np.concatenate([np.cumsum(values[a:b]) for a, b in zip(ptr[:-1], ptr[1:])])
     np.testing.assert_array_equal(got, expect)
+
+
+@pytest.mark.parametrize("m", [0, 1, 300, RADIX_MIN + 500])
+def test_queue_order_is_lexsort_and_queue_last_the_latest_completion(m):
+    """The engine's downlink order (a radix sort from RADIX_MIN messages) is np.lexsort's, ties
+    in arrival included; the last FIFO completion of each queue is its maximum."""
+    rng = np.random.default_rng(m)
+    n = 40
+    queue = rng.integers(0, n, m)
+    entry = np.round(rng.random(m), 2)                         # many equal arrivals
+    order = queue_order(queue, entry)
+    np.testing.assert_array_equal(order, np.lexsort((entry, queue)))
+    q, a = queue[order], entry[order]
+    finish = fifo_finish(a, rng.random(m) * 0.01, q)
+    expect = np.full(n, -np.inf)
+    np.maximum.at(expect, q, finish)
+    np.testing.assert_array_equal(queue_last(finish, q, n, -np.inf), expect)
 
 
 def test_random_graphs_are_the_graphs_they_were():

@@ -37,7 +37,8 @@ from netsim.network import (make_compute, make_failures, make_latency, make_link
 from netsim.network.edges import Edges
 from netsim.rng import Streams
 from netsim.sim.policy import Policy
-from netsim.sim.queueing import fifo_finish, grouped_cumsum, segment_cumsum
+from netsim.sim.queueing import (fifo_finish, grouped_cumsum, queue_last, queue_order,
+                                  segment_cumsum)
 from netsim.sim.trace import Trace
 
 if TYPE_CHECKING:
@@ -348,14 +349,16 @@ class Simulator:
         # downlink FIFO at each receiver, in order of arrival at its downlink
         keep = ~lost_msg
         rm, rd, ra, rb = msg[keep], dst[keep], arrive_link[keep], b[keep]
-        o = np.lexsort((ra, rd))
+        o = queue_order(rd, ra)
         rm, rd, ra, rb = rm[o], rd[o], ra[o], rb[o]
+        finish = fifo_finish(ra, rb / self.latency.downlink[rd], rd)
         arrival_time = np.full(len(e), np.nan)
-        arrival_time[rm] = fifo_finish(ra, rb / self.latency.downlink[rd], rd)
+        arrival_time[rm] = finish
         lost = np.zeros(len(e), bool)
         lost[msg[lost_msg]] = True
 
-        stop = self._receiver_stop(arrival_time, lost, policy, now, round_start)
+        stop = self._receiver_stop(queue_last(finish, rd, n, -np.inf), lost, policy, now,
+                                   round_start)
         self._run_until(float(np.max(stop, initial=now)) if policy.name != "async" else now)
         end = self.now
         delivered = (arrival_time <= stop[e.dst]) & ~lost & sent
@@ -378,9 +381,10 @@ class Simulator:
         return ExchangeResult(e, per_edge, bytes_sent, end,
                               request=request if request.ndim == 2 else None)
 
-    def _receiver_stop(self, arrival_time: np.ndarray, lost: np.ndarray, policy: Policy,
+    def _receiver_stop(self, last_arrival: np.ndarray, lost: np.ndarray, policy: Policy,
                        now: float, round_start: float | None) -> np.ndarray:
-        """When each receiver stops waiting (absolute simulated time); arrays over the edges."""
+        """When each receiver stops waiting (absolute simulated time), ``[N]``, given the last
+        arrival at each (-inf where none) and the lost messages (``bool[E]``)."""
         n, dst = self.n, self.edges.dst
         if policy.name == "async":
             return np.full(n, now)
@@ -388,9 +392,7 @@ class Simulator:
             limit = (now if round_start is None else round_start) + policy.deadline
         else:
             limit = np.inf if policy.timeout is None else now + policy.timeout
-        last = np.full(n, now)
-        arrived = ~np.isnan(arrival_time)
-        np.maximum.at(last, dst[arrived], arrival_time[arrived])
+        last = np.maximum(last_arrival, now)
         waits_forever = np.zeros(n, bool)
         waits_forever[dst[lost]] = True
         stop = np.where(waits_forever, limit, np.minimum(limit, last))

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+#: messages from which :func:`queue_order` sorts by radix (measured: ``np.lexsort`` is faster up
+#: to about 1,500 messages, 4x slower at 5,000)
+RADIX_MIN = 2048
+
 
 def _group_starts(groups: np.ndarray) -> np.ndarray:
     """Index of the first element of each element's group (``groups`` sorted)."""
@@ -54,10 +58,37 @@ def grouped_cummax(values: np.ndarray, groups: np.ndarray,
 
 
 def fifo_finish(entry: np.ndarray, service: np.ndarray, queue: np.ndarray) -> np.ndarray:
-    """Completion times of FIFO queues; messages must be sorted by (queue, order of entry)."""
+    """Completion times of FIFO queues; messages must be sorted by (queue, order of entry). Within
+    a queue they never decrease (every operation below is monotone, rounding included)."""
     if entry.size == 0:
         return entry.astype(float)
     start = _group_starts(queue)
     s_cum = grouped_cumsum(service, queue, start)
     head = grouped_cummax(entry - (s_cum - service), queue, start)
     return s_cum + head
+
+
+def queue_order(queue: np.ndarray, entry: np.ndarray) -> np.ndarray:
+    """The permutation sorting messages by ``queue``, then by ``entry``, ties in their order:
+    ``np.lexsort((entry, queue))``, done as a stable sort by entry and then one by queue id, the
+    ids as 16-bit integers where they fit (numpy sorts those by radix: 4-5x faster on thousands of
+    messages; below :data:`RADIX_MIN` messages ``np.lexsort`` itself is faster)."""
+    if queue.size < RADIX_MIN:
+        return np.lexsort((entry, queue))
+    by_entry = np.argsort(entry, kind="stable")
+    q = queue[by_entry]
+    if q.size and q.min() >= 0 and q.max() < np.iinfo(np.int16).max:
+        q = q.astype(np.int16)
+    return by_entry[np.argsort(q, kind="stable")]
+
+
+def queue_last(values: np.ndarray, queue: np.ndarray, n: int, fill: float) -> np.ndarray:
+    """``[n]``: the last of ``values`` in each queue (``queue`` sorted, ids in [0, n)), ``fill``
+    for an empty queue: the latest completion of a queue, whose :func:`fifo_finish` times never
+    decrease."""
+    out = np.full(n, fill)
+    if values.size:
+        ends = np.flatnonzero(queue[1:] != queue[:-1])       # every queue's end but the last's
+        out[queue[ends]] = values[ends]
+        out[queue[-1]] = values[-1]
+    return out
