@@ -8,6 +8,10 @@ partition), MLP 64-128-10, 1 local SGD step of batch 32 per round, evaluation on
 
 - ``floor``: FedAvg with no network, written by hand: stacked parameters ``[N, ...]``, forward
   and backward with ``baddbmm``/``bmm``, in-place SGD, weighted average and broadcast.
+- ``floor_sgp``: SGP with no network, written by hand: the floor's step, then push-sum in the
+  Nedić form with the float64 state netsim keeps, over Bernoulli(0.5) directed links of the
+  complete graph, every message delivered (one dense ``[N, N] @ [N, d]`` float64 product per
+  round). SGP's rows also give their ratio to it: the cost of netsim around SGP's own maths.
 - ``loop``: the same FedAvg with one ``nn.Module`` and ``torch.optim.SGD`` per client.
 - netsim, with the full engine on: FedAvg on a star with stragglers (lognormal speeds, 10% of
   the clients 5x slower), a deadline and 1% loss; SGP and D-PSGD (and DPFL, CoBo, DiPLe, PDBO)
@@ -40,6 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -64,6 +69,8 @@ STAR = {"topology": "star", "loss": {"p": 0.01},
 RANDOM = {"topology": "complete", "links": {"name": "bernoulli", "p": 0.5}, "loss": {"p": 0.01},
           "latency": {"base": 0.005, "jitter": {"name": "exponential", "scale": 0.002}}}
 PDBO_INNER = 10
+#: the configurations without netsim: the two floors and the per-client loop
+FLOORS = ("floor", "floor_sgp", "loop")
 NETSIM = {
     "fedavg": ("fedavg", STAR),
     "sgp": ("sgp", RANDOM),
@@ -144,28 +151,66 @@ class Workload:
         return float((correct / self.nt.clamp(min=1)).mean())
 
 
+KEYS = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
+
+
+def floor_grads(wl: Workload, gen: torch.Generator, w1: torch.Tensor, b1: torch.Tensor,
+                w2: torch.Tensor, b2: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Every client's gradients of ``w1, b1, w2, b2`` on a fresh batch, by hand: stacked forward
+    and backward with baddbmm/bmm."""
+    x, y = wl.batch(gen)
+    z1 = torch.baddbmm(b1[:, None], x, w1.transpose(1, 2))
+    a1 = torch.relu(z1)
+    z2 = torch.baddbmm(b2[:, None], a1, w2.transpose(1, 2))
+    dz2 = torch.softmax(z2, -1)
+    dz2.scatter_add_(-1, y[..., None], torch.full_like(y[..., None], -1, dtype=dz2.dtype))
+    dz2 /= BATCH
+    dz1 = torch.bmm(dz2, w2).mul_(z1 > 0)
+    return (torch.bmm(dz1.transpose(1, 2), x), dz1.sum(1), torch.bmm(dz2.transpose(1, 2), a1),
+            dz2.sum(1))
+
+
 def run_floor(wl: Workload, rounds: int) -> tuple[float, float]:
     """FedAvg by hand: stacked forward/backward with baddbmm/bmm, no network."""
-    p = {k: v.clone() for k, v in wl.init.items()}
-    w1, b1, w2, b2 = p["fc1.weight"], p["fc1.bias"], p["fc2.weight"], p["fc2.bias"]
+    params = [wl.init[k].clone() for k in KEYS]
     gen, ends, share = torch.Generator().manual_seed(0), [], wl.share
     for _ in range(rounds):
-        x, y = wl.batch(gen)
-        z1 = torch.baddbmm(b1[:, None], x, w1.transpose(1, 2))
-        a1 = torch.relu(z1)
-        z2 = torch.baddbmm(b2[:, None], a1, w2.transpose(1, 2))
-        dz2 = torch.softmax(z2, -1)
-        dz2.scatter_add_(-1, y[..., None], torch.full_like(y[..., None], -1, dtype=dz2.dtype))
-        dz2 /= BATCH
-        dz1 = torch.bmm(dz2, w2).mul_(z1 > 0)
-        w2.sub_(torch.bmm(dz2.transpose(1, 2), a1), alpha=LR)
-        b2.sub_(dz2.sum(1), alpha=LR)
-        w1.sub_(torch.bmm(dz1.transpose(1, 2), x), alpha=LR)
-        b1.sub_(dz1.sum(1), alpha=LR)
-        for t in (w1, b1, w2, b2):                        # FedAvg: weighted mean, broadcast
+        for t, g in zip(params, floor_grads(wl, gen, *params)):
+            t.sub_(g, alpha=LR)
+        for t in params:                                  # FedAvg: weighted mean, broadcast
             t.copy_(torch.tensordot(share, t, dims=1).expand_as(t))
         ends.append(time.perf_counter())
-    return per_round(ends), wl.accuracy(w1, b1, w2, b2)
+    return per_round(ends), wl.accuracy(*params)
+
+
+def run_floor_sgp(wl: Workload, rounds: int) -> tuple[float, float]:
+    """SGP by hand, no network: the floor's step, then push-sum in the Nedić form (netsim's
+    default) over Bernoulli(0.5) directed links of the complete graph, every message delivered:
+    ``z <- P z + delta``, ``w <- P w``, ``x = z / w``, the state z in float64 as netsim keeps it,
+    one dense ``[N, N] @ [N, d]`` product (P column-stochastic, uniform over each sender's
+    realised out-links and itself)."""
+    flat = torch.cat([wl.init[k].flatten(1) for k in KEYS], 1)          # models x [N, d]
+    delta = torch.empty_like(flat)
+    sizes = [wl.init[k][0].numel() for k in KEYS]
+    cols = torch.arange(flat.shape[1]).split(sizes)
+    params = [flat[:, c[0]:c[-1] + 1].view_as(wl.init[k]) for c, k in zip(cols, KEYS)]
+    steps = [delta[:, c[0]:c[-1] + 1].view_as(wl.init[k]) for c, k in zip(cols, KEYS)]
+    z, w = flat.double(), torch.ones(CLIENTS, 1, dtype=torch.float64)
+    work = torch.empty_like(z)
+    rng, gen, ends = np.random.default_rng(0), torch.Generator().manual_seed(0), []
+    for _ in range(rounds):
+        for d, g in zip(steps, floor_grads(wl, gen, *params)):
+            torch.mul(g, -LR, out=d)
+        up = rng.random((CLIENTS, CLIENTS)) < 0.5                   # up[i, j]: link j -> i
+        np.fill_diagonal(up, False)
+        share = 1.0 / (1.0 + up.sum(0))
+        np.fill_diagonal(up, True)
+        P = torch.from_numpy(up * share[None, :])
+        z, w = P @ z, P @ w
+        z.add_(work.copy_(delta))
+        flat.copy_(torch.div(z, w, out=work))
+        ends.append(time.perf_counter())
+    return per_round(ends), wl.accuracy(*params)
 
 
 def run_loop(wl: Workload, rounds: int) -> tuple[float, float]:
@@ -200,6 +245,8 @@ def measure(name: str, rounds: int, wl: Workload | None,
     """Seconds per round, accuracy and the engine's share (NaN: no engine)."""
     if name == "floor":
         return (*run_floor(wl, rounds), float("nan"))
+    if name == "floor_sgp":
+        return (*run_floor_sgp(wl, rounds), float("nan"))
     if name == "loop":
         return (*run_loop(wl, rounds), float("nan"))
     return run_netsim(name, rounds, checkpoint_every)
@@ -240,11 +287,11 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     use_threads(args.threads)
     if args.child:
-        wl = Workload() if args.child in ("floor", "loop") else None
+        wl = Workload() if args.child in FLOORS else None
         measure(args.child, args.rounds, wl, args.checkpoint_every)
         print(json.dumps({"peak_mb": peak_rss_mb()}))
         return
-    names = ["floor", "loop", *(args.only or NETSIM)]
+    names = [*FLOORS, *(args.only or NETSIM)]
     wl = Workload()
     times: dict[str, list[float]] = {n: [] for n in names}
     shares: dict[str, list[float]] = {n: [] for n in names}
@@ -269,6 +316,8 @@ def main(argv: list[str] | None = None) -> None:
         extra = ""
         if n == "pdbo_mtl":
             extra = f"   per inner step: {med[n] / PDBO_INNER / med['floor']:.2f}x floor"
+        if n.startswith("sgp"):
+            extra = f"   {med[n] / med['floor_sgp']:.2f}x floor_sgp"
         print(f"{n:<10}{med[n]:>10.5f}{med[n] / med['floor']:>9.2f}{med[n] / med['loop']:>8.2f}"
               f"{engine[n]:>8.1%}{mem[n]:>9.0f}{acc[n]:>10.4f}{extra}")
 

@@ -361,13 +361,13 @@ class Simulator:
                                    round_start)
         self._run_until(float(np.max(stop, initial=now)) if policy.name != "async" else now)
         end = self.now
-        delivered = (arrival_time <= stop[e.dst]) & ~lost & sent
+        delivered = arrival_time <= stop[e.dst]        # NaN (not sent, or lost) compares False
         late = sent & ~lost & ~delivered
 
         self._collect(delivered, late, arrival_time, policy, end)
-        staleness = np.where(self._last_round >= 0, self.round - self._last_round, -1)
-        available = (staleness >= 0) & (staleness <= max(policy.max_staleness, 0))
-        staleness = np.where(available, staleness, -1)
+        age = self.round - self._last_round              # a copy is never newer than the round
+        available = (self._last_round >= 0) & (age <= max(policy.max_staleness, 0))
+        staleness = np.where(available, age, -1)
 
         bytes_sent = np.bincount(src, weights=b, minlength=n)
         self._account(sent, delivered, lost, late, blocked, bytes_sent, arrival_time - ready[e.src],
