@@ -1,11 +1,17 @@
 """One training step (sample, forward, backward, SGD update) for N clients: the batched
 ClientBank against a per-client ``nn.Module`` loop with ``torch.optim.SGD``, in the same run.
 
-    python benchmarks/bench_step.py [--quick] [--device auto|cpu|cuda]
+    python benchmarks/bench_step.py [--quick] [--device auto|cpu|cuda] [--threads T]
+                                    [--models mlp lenet5 cnn resnet9] [--sizes 8 50]
+                                    [--resnet-width 0.25]
 
 The batched step gets the client list as runs pass it (the indices of the clients that finished
-their compute phase, here all of them). MLP (64 hidden) on 8x8 digits-shaped inputs and LeNet-5 on 1x28x28, batch 32, SGD with momentum
-0.9, N in {10, 100, 1000}. Prints ms per step (median of repeats after warm-up) and speedups.
+their compute phase, here all of them). Models (``--models``, default mlp and lenet5): MLP (64
+hidden) on 8x8 digits-shaped inputs, LeNet-5 on 1x28x28, the small CNN (16 channels) on 8x8 and
+ResNet-9 (BatchNorm; ``--resnet-width``, default 0.25 of its channels, to fit a CPU's time) on
+3x32x32; batch 32, SGD with momentum 0.9, N in {10, 100, 1000} (``--sizes``). Every
+convolutional model runs each backend (``loop``, ``vmap``, ``grouped``; ``auto`` marked).
+Prints ms per step (median of repeats after warm-up) and speedups over the nn.Module loop.
 """
 from __future__ import annotations
 
@@ -86,14 +92,25 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer repeats, no N=1000 LeNet")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--models", nargs="+", default=["mlp", "lenet5"],
+                    choices=["mlp", "lenet5", "cnn", "resnet9"])
+    ap.add_argument("--sizes", nargs="+", type=int, default=None,
+                    help="numbers of clients (default 10 100 1000; --quick: no N=1000 CNN)")
+    ap.add_argument("--resnet-width", type=float, default=0.25)
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     repeats, budget = (5, 2.0) if args.quick else (21, 20.0)
-    cases = [("mlp", {"name": "mlp", "hidden": [64]}, (1, 8, 8), (10, 100, 1000), ["bmm"]),
-             ("lenet5", {"name": "lenet5"}, (1, 28, 28),
-              (10, 100) if args.quick else (10, 100, 1000), ["loop", "vmap", "grouped"])]
+    conv = ["loop", "vmap", "grouped"]
+    every = tuple(args.sizes or (10, 100, 1000))
+    small = tuple(args.sizes or ((10, 100) if args.quick else (10, 100, 1000)))
+    known = {"mlp": ({"name": "mlp", "hidden": [64]}, (1, 8, 8), every, ["bmm"]),
+             "lenet5": ({"name": "lenet5"}, (1, 28, 28), small, conv),
+             "cnn": ({"name": "cnn", "channels": 16}, (1, 8, 8), every, conv),
+             "resnet9": ({"name": "resnet9", "width": args.resnet_width}, (3, 32, 32), small,
+                         conv)}
+    cases = [(name, *known[name]) for name in args.models]
     print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"batch {BATCH}, SGD momentum {MOMENTUM}; auto conv backend: {auto_backend(device)}")
     print(f"{'model':8} {'N':>5} {'backend':>12} {'batched ms':>11} {'loop ms':>10} {'speedup':>8}")

@@ -73,6 +73,27 @@ def test_resnet9_sgd_and_running_stats_match_reference(backend):
     assert not torch.allclose(eval_loss, bank.loss(x, y))
 
 
+@pytest.mark.parametrize("backend", ["loop", "grouped", "vmap"])
+def test_recorded_batch_statistics_are_batchnorm2ds(backend):
+    """A training pass records each client's batch mean and unbiased variance as
+    torch.nn.BatchNorm2d computes them for its running statistics (bit for bit on the loop, whose
+    kernel is the same; to rounding on the other backends), and the same outputs as without."""
+    model = build_model({**RESNET, "backend": backend}, (3, 16, 16), K, "classification", "cpu")
+    bank = ClientBank(model, N, "cpu", _gen(), same_init=False, dtype=torch.float32)
+    x, _ = _batch(dtype=torch.float32)
+    stats = {}
+    out = model.forward(bank.params(), x, stats=stats)
+    assert torch.equal(out, model.forward(bank.params(), x))
+    first = _references(bank)[0][:2]                    # view, conv1 of client 0 (no bias)
+    h = first(x[0])
+    bn = torch.nn.BatchNorm2d(h.shape[1], momentum=1.0).train()
+    bn(h)
+    exact = backend == "loop"
+    for name, ref in (("bn1.running_mean", bn.running_mean), ("bn1.running_var", bn.running_var)):
+        got = stats[name][0]
+        assert torch.equal(got, ref) if exact else torch.allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
 def test_subset_steps_update_only_the_stepped_clients():
     bank = _bank(RESNET, "loop")
     full = bank.copy()

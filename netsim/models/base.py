@@ -372,23 +372,36 @@ class BatchNorm(Layer):
         self.flops = 2.0 * math.prod(shape)
         return shape
 
-    def _normalise(self, p: Params, x: Tensor) -> Tensor:
-        """``x`` holds each client's channels in dim 1 (one client, or clients as groups)."""
+    def _normalise(self, p: Params, x: Tensor, stats: Stats | None = None) -> Tensor:
+        """``x`` holds each client's channels in dim 1 (one client, or clients as groups).
+        ``stats``: record the batch's per-channel mean and unbiased variance, as
+        ``torch.nn.BatchNorm2d`` computes them for its running statistics (the kernel's own, in
+        the same pass: momentum 1 into fresh buffers, which then hold exactly the batch's)."""
         w, b = p[f"{self.name}.weight"].reshape(-1), p[f"{self.name}.bias"].reshape(-1)
         if self.mean in p:
             return F.batch_norm(x, p[self.mean].reshape(-1), p[self.var].reshape(-1), w, b,
                                 False, 0.0, BN_EPS)
-        return F.batch_norm(x, None, None, w, b, True, 0.0, BN_EPS)
+        if stats is None:
+            return F.batch_norm(x, None, None, w, b, True, 0.0, BN_EPS)
+        mean, var = x.new_zeros(x.shape[1]), x.new_ones(x.shape[1])
+        out = F.batch_norm(x, mean, var, w, b, True, 1.0, BN_EPS)
+        stats[self.mean], stats[self.var] = mean, var
+        return out
 
     def single(self, p: Params, x: Tensor, stats: Stats | None = None) -> Tensor:
-        if stats is not None:
+        if stats is not None and torch._C._functorch.is_batchedtensor(x):
+            # under vmap, where buffers cannot be written in place: a separate pass
             stats[self.var], stats[self.mean] = torch.var_mean(x.detach(), dim=(0, 2, 3))
-        return self._normalise(p, x)
+            return self._normalise(p, x)
+        return self._normalise(p, x, stats)
 
     def batched(self, p: Params, x: Tensor, stats: Stats | None = None) -> Tensor:
+        m = x.shape[0]
+        found: Stats | None = None if stats is None else {}
+        out = _from_groups(self._normalise(p, _to_groups(x), found), m)
         if stats is not None:
-            stats[self.var], stats[self.mean] = torch.var_mean(x.detach(), dim=(1, 3, 4))
-        return _from_groups(self._normalise(p, _to_groups(x)), x.shape[0])
+            stats.update({k: v.view(m, -1) for k, v in found.items()})
+        return out
 
     def module(self) -> nn.Module:
         return nn.BatchNorm2d(self.channels, eps=BN_EPS, momentum=BN_MOMENTUM)
