@@ -11,7 +11,9 @@ hidden) on 8x8 digits-shaped inputs, LeNet-5 on 1x28x28, the small CNN (16 chann
 ResNet-9 (BatchNorm; ``--resnet-width``, default 0.25 of its channels, to fit a CPU's time) on
 3x32x32; batch 32, SGD with momentum 0.9, N in {10, 100, 1000} (``--sizes``). Every
 convolutional model runs each backend (``loop``, ``vmap``, ``grouped``; ``auto`` marked).
-Prints ms per step (median of repeats after warm-up) and speedups over the nn.Module loop.
+Prints ms per step (median of repeats after warm-up) and speedups over the nn.Module loop. The
+process fixes glibc's malloc thresholds as a netsim run does (netsim/allocator.py), for both
+sides.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from netsim.allocator import tune_malloc
 from netsim.models import auto_backend, build_model
 from netsim.runtime import ClientBank, resolve_device
 from netsim.runtime.sgd import SGD
@@ -98,6 +101,7 @@ def main() -> None:
                     help="numbers of clients (default 10 100 1000; --quick: no N=1000 CNN)")
     ap.add_argument("--resnet-width", type=float, default=0.25)
     args = ap.parse_args()
+    tune_malloc()                                  # as netsim.run does (netsim/allocator.py)
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
