@@ -192,9 +192,8 @@ def run_floor_sgp(wl: Workload, rounds: int) -> tuple[float, float]:
     flat = torch.cat([wl.init[k].flatten(1) for k in KEYS], 1)          # models x [N, d]
     delta = torch.empty_like(flat)
     sizes = [wl.init[k][0].numel() for k in KEYS]
-    cols = torch.arange(flat.shape[1]).split(sizes)
-    params = [flat[:, c[0]:c[-1] + 1].view_as(wl.init[k]) for c, k in zip(cols, KEYS)]
-    steps = [delta[:, c[0]:c[-1] + 1].view_as(wl.init[k]) for c, k in zip(cols, KEYS)]
+    params = [v.view_as(wl.init[k]) for v, k in zip(flat.split(sizes, 1), KEYS)]
+    steps = [v.view_as(wl.init[k]) for v, k in zip(delta.split(sizes, 1), KEYS)]
     z, w = flat.double(), torch.ones(CLIENTS, 1, dtype=torch.float64)
     work = torch.empty_like(z)
     rng, gen, ends = np.random.default_rng(0), torch.Generator().manual_seed(0), []
