@@ -4,11 +4,16 @@ no number.
     python benchmarks/results_fingerprint.py before.json          # on the old commit
     python benchmarks/results_fingerprint.py after.json           # on the new one
     python benchmarks/results_fingerprint.py --compare before.json after.json
+    python benchmarks/results_fingerprint.py --store              # tests/fingerprint.json
 
 Each scenario in scenarios/ (top level: its first seed with ``schedule.rounds`` lowered to
 ``--rounds``, or more when the scenario needs them; scenarios/paper/: shrunk onto tiny stand-ins as
 tests/test_paper_scenarios.py does) is run once; the fingerprint is its summary.json without
 wall-clock fields. ``--compare`` prints every value that differs and exits 1 if any does.
+
+``--store`` fingerprints :data:`SUITE` with one torch thread and writes it, with the environment
+it ran in, to tests/fingerprint.json, which tests/test_fingerprint.py checks bit for bit in that
+same environment: run it in the commit that changes numbers on purpose, and say which moved.
 """
 from __future__ import annotations
 
@@ -23,6 +28,14 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 WALL = ("wall_time", "engine_share")
+#: the short scenarios whose numbers the test suite checks: an MLP on bundled data with every
+#: algorithm, generated MNIST-1D, and a BatchNorm CNN on a stand-in of CIFAR-100
+SUITE = ("scenarios/quickstart.yaml", "scenarios/cobo_cross_device_mnist1d.yaml",
+         "scenarios/paper/pdbo_cifar100.yaml")
+#: where ``--store`` writes the suite's fingerprint
+STORED = ROOT / "tests" / "fingerprint.json"
+#: torch threads of a stored fingerprint (CNN results depend on the count in their last bits)
+STORED_THREADS = 1
 
 
 def _clean(summary: dict) -> dict:
@@ -33,7 +46,7 @@ def _clean(summary: dict) -> dict:
             for label, a in summary["algorithms"].items()}
 
 
-def _run(raw: dict, out: Path) -> dict:
+def _run(raw: dict, out: Path, threads: int | None) -> dict:
     from netsim import Scenario, run
     from netsim.errors import ConfigError
 
@@ -41,52 +54,69 @@ def _run(raw: dict, out: Path) -> dict:
     for rounds in (raw["schedule"]["rounds"], 6, 12):       # e.g. DPFL's preprocessing rounds
         raw["schedule"]["rounds"] = rounds
         try:
-            return _clean(run(Scenario(raw), out=out, quiet=True, overwrite=True).summary)
+            return _clean(run(Scenario(raw), out=out, quiet=True, overwrite=True,
+                              threads=threads).summary)
         except ConfigError as err:
             last = err
     raise last
 
 
-def fingerprint(rounds: int, only: str | None) -> dict:
+def _short(path: Path, rounds: int, tmp: Path) -> dict:
+    """The scenario at ``path`` on its short schedule (paper scenarios on stand-ins in ``tmp``)."""
     from test_paper_scenarios import shrink
     from netsim.data.standins import write_standin
 
+    raw = yaml.safe_load(path.read_text())
+    raw.setdefault("schedule", {})
+    raw["outputs"] = {"figures": False, "progress": False}
+    if path.parent.name == "paper":
+        spec = raw["data"]["dataset"]
+        spec = spec if isinstance(spec, dict) else {"name": spec}
+        split = spec.get("split", "balanced")
+        folder = tmp / "data" / f"{spec['name']}-{split}"
+        if not folder.exists():                    # as tests/test_paper_scenarios.py writes them
+            write_standin(spec["name"], folder, samples_per_class=6, writers=8, split=split)
+        raw = shrink(raw, folder)
+    else:
+        raw["schedule"]["rounds"] = min(raw["schedule"].get("rounds", rounds), rounds)
+        raw["schedule"]["eval_every"] = 1
+        raw["algorithms"] = [{**a, "finetune_rounds": 1}
+                             if isinstance(a, dict) and "finetune_rounds" in a else a
+                             for a in raw["algorithms"]]
+    raw["name"] = path.stem
+    return raw
+
+
+def fingerprint(rounds: int, only: str | None = None, paths: tuple[str, ...] | None = None,
+                threads: int | None = None) -> dict:
+    """{scenario path: its fingerprint} for ``paths`` (default: every scenario file)."""
+    files = ([ROOT / p for p in paths] if paths is not None else
+             sorted((ROOT / "scenarios").glob("*.yaml"))
+             + sorted((ROOT / "scenarios" / "paper").glob("*.yaml")))
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        for path in sorted((ROOT / "scenarios").glob("*.yaml")) + \
-                sorted((ROOT / "scenarios" / "paper").glob("*.yaml")):
-            raw = yaml.safe_load(path.read_text())
+        for path in files:
             key = str(path.relative_to(ROOT))
-            if "algorithms" not in raw or (only and only not in key):
+            if "algorithms" not in yaml.safe_load(path.read_text()) or (only and only not in key):
                 continue                                       # sweep files
-            raw.setdefault("schedule", {})
-            raw["outputs"] = {"figures": False, "progress": False}
-            if path.parent.name == "paper":
-                spec = raw["data"]["dataset"]
-                spec = spec if isinstance(spec, dict) else {"name": spec}
-                split = spec.get("split", "balanced")
-                folder = tmp / "data" / f"{spec['name']}-{split}"
-                if not folder.exists():            # as tests/test_paper_scenarios.py writes them
-                    write_standin(spec["name"], folder, samples_per_class=6, writers=8,
-                                  split=split)
-                raw = shrink(raw, folder)
-            else:
-                raw["schedule"]["rounds"] = min(raw["schedule"].get("rounds", rounds), rounds)
-                raw["schedule"]["eval_every"] = 1
-                raw["algorithms"] = [{**a, "finetune_rounds": 1}
-                                     if isinstance(a, dict) and "finetune_rounds" in a else a
-                                     for a in raw["algorithms"]]
-            raw["name"] = path.stem
-            results[key] = _run(raw, tmp / "out")
+            results[key] = _run(_short(path, rounds, tmp), tmp / "out", threads)
             print(f"{key}: {len(results[key])} algorithms", file=sys.stderr)
     return results
+
+
+def suite_fingerprint() -> dict:
+    """What tests/fingerprint.json stores: the environment and :data:`SUITE`'s fingerprints."""
+    from netsim._version import environment
+
+    return {"environment": environment(), "threads": STORED_THREADS, "rounds": 2,
+            "scenarios": fingerprint(2, paths=SUITE, threads=STORED_THREADS)}
 
 
 def compare(a: dict, b: dict, path: str = "") -> list[str]:
     """Every leaf that differs between two fingerprints (float equality, bit for bit)."""
     if isinstance(a, dict) and isinstance(b, dict):
-        out = [f"{path}: only in one" for k in set(a) ^ set(b)]
+        out = [f"{path}/{k}: only in one" for k in sorted(set(a) ^ set(b))]
         for k in sorted(set(a) & set(b)):
             out += compare(a[k], b[k], f"{path}/{k}")
         return out
@@ -95,18 +125,26 @@ def compare(a: dict, b: dict, path: str = "") -> list[str]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("files", nargs="+")
+    p.add_argument("files", nargs="*")
     p.add_argument("--compare", action="store_true")
+    p.add_argument("--store", action="store_true", help=f"write {STORED.relative_to(ROOT)}")
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--threads", type=int, help="torch threads (default: netsim's)")
     p.add_argument("--only", help="scenarios whose path contains this")
     args = p.parse_args()
+    if args.store:
+        STORED.write_text(json.dumps(suite_fingerprint(), indent=1, sort_keys=True) + "\n")
+        return 0
+    if len(args.files) != (2 if args.compare else 1):
+        p.error("give one output file, or two fingerprints with --compare")
     if args.compare:
         a, b = (json.loads(Path(f).read_text()) for f in args.files)
         diffs = compare(a, b)
         print("\n".join(diffs) or f"identical: {len(a)} scenarios")
         return 1 if diffs else 0
-    Path(args.files[0]).write_text(json.dumps(fingerprint(args.rounds, args.only), indent=1,
-                                              sort_keys=True))
+    Path(args.files[0]).write_text(json.dumps(fingerprint(args.rounds, args.only,
+                                                          threads=args.threads),
+                                              indent=1, sort_keys=True))
     return 0
 
 

@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from netsim._version import __version__
+from netsim._version import __version__, environment
 from netsim.allocator import tune_malloc
 from netsim.config import Scenario
 from netsim.checkpoint import CHECKPOINT, CHECKPOINT_SECONDS, Checkpointer, load_algorithm
@@ -371,7 +371,7 @@ def run(scenario: Scenario | str | Path, seeds: list[int] | None = None,
         if progress is not None:
             progress.close()
     summary = {**summarise(per_run, cfg), "seeds": seeds, "backend": model.backend,
-               "device": str(device), "threads": n_threads}
+               "device": str(device), "threads": n_threads, "environment": environment()}
     writer.write_summary(summary)
     if cfg["outputs"]["figures"]:
         from netsim.plot import write_run_figures

@@ -43,7 +43,9 @@ def test_rows_normalise_is_row_stochastic_and_keeps_an_empty_row_home():
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 def test_mix_takes_the_same_sums_on_every_path():
     """Above SPARSE_MIN_N a sparse numpy W mixes a float64 state through scipy's CSR product:
-    bit-identical to torch's CSR product, equal to the dense product up to rounding."""
+    equal to torch's CSR product and to the dense product up to rounding (two libraries' sums
+    agree bit for bit only in some version pairs: bit-identity is claimed within one locked
+    environment, tests/test_fingerprint.py); a float32 state takes torch's CSR product itself."""
     import torch
 
     from netsim.runtime.mixing import SPARSE_MIN_N, mix
@@ -53,6 +55,6 @@ def test_mix_takes_the_same_sums_on_every_path():
     W = push_sum_weights(rng.random((n, n)) < 3 / n)
     X = torch.randn(n, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     fast = mix(W, X)
-    assert torch.equal(fast, torch.from_numpy(W).to_sparse_csr() @ X)
+    assert torch.allclose(fast, torch.from_numpy(W).to_sparse_csr() @ X, rtol=0, atol=1e-14)
     assert torch.allclose(fast, torch.from_numpy(W) @ X, rtol=0, atol=1e-13)
     assert torch.equal(mix(W, X.float()), torch.from_numpy(W).float().to_sparse_csr() @ X.float())
