@@ -1,4 +1,5 @@
-"""APFL: adaptive personalised federated learning (Deng, Kamani, Mahdavi 2020), ALGORITHMS.md 5.
+"""APFL: adaptive personalised federated learning (Deng, Kamani, Mahdavi 2020); specification:
+docs/specifications/baselines.md#apfl.
 
 FedAvg over the simulated star (``ServerAveraging``: model down, E local steps, model up, data-size
 weighted average) where every client also keeps a personal model v_i and a mixing weight alpha_i;

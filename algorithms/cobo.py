@@ -1,6 +1,6 @@
 """CoBo: collaborative learning via bilevel optimisation (Hashemi, He, Jaggi, NeurIPS 2024).
 
-ALGORITHMS.md section 1. Outer problem (Model-Training)
+Specification: docs/specifications/cobo.md. Outer problem (Model-Training)
 ``min_X sum_i f_i(x_i) + rho/2 sum_{i<j} w*_ij ||x_i - x_j||^2``; inner problem (Client-Selection),
 per pair, ``w*_ij in argmax_{w_ij in [0, 1]} w_ij <grad f_i(z_ij), grad f_j(z_ij)>`` with the
 midpoint ``z_ij = (x_i + x_j) / 2``. A round of Alg. 1 over the simulated network:
@@ -23,12 +23,13 @@ exchange (p^4 on Bernoulli(p) links). ``protocol: relay`` needs 3 (one model, th
 on perfect links (both protocols' messages: ``algorithms/cobo_pairs.py``); ``completion: rate``
 divides gamma by the pair's estimated completion rate.
 
-Paper-vs-code differences (ALGORITHMS.md 1.4) are options: ``order`` (W-then-X as in Alg. 1, or
+Paper-vs-code differences are options: ``order`` (W-then-X as in Alg. 1, or
 the code's X-then-W, which equals Alg. 1 shifted by one model step: round 0 steps with W^0),
 ``gradient`` (raw, or the code's EMA momentum ``m <- beta m + (1 - beta) g`` of the data gradient
 with the penalty outside it), the pair-sampling schedule (``mixed_switch``, ``decay_power``,
 ``pair_rate``: paper 0.2 % / 1/t / 1/n, code 2 % / 1/sqrt(t) / 2/n), ``pair_batches`` (the LLM
-code's bug: both midpoint gradients on client i's data) and ``similarity`` (cosine, not in either).
+code's bug: both midpoint gradients on client i's data) and ``similarity`` (cosine, not in either);
+all of them: docs/specifications/cobo.md#code-differences.
 """
 from __future__ import annotations
 
@@ -124,7 +125,8 @@ class CoBo(Algorithm):
         if spec["rho"] * tr["lr"] * w_max >= 1.0:
             raise ConfigError(f"{path}.rho", spec["rho"],
                               f"rho * lr * max_i sum_k w_ik < 1, i.e. rho < {1 / (tr['lr'] * w_max):.4g}",
-                              "the penalty is a Laplacian step (ALGORITHMS.md 1.7)")
+                              "the penalty is a Laplacian step "
+                              "(docs/specifications/cobo.md#pitfalls)")
 
     # ------------------------------------------------------------------ one round (Alg. 1)
     def round(self, t: int) -> None:

@@ -1,6 +1,7 @@
 """CoBo's pair protocols: the messages of Client-Selection over the simulated network (Hashemi,
-He, Jaggi, NeurIPS 2024; Alg. 1 lines 10-13, eq. (1)/(4); ALGORITHMS.md 1.2 and 1.6). A helper
-module of ``algorithms/cobo.py`` (no algorithm here).
+He, Jaggi, NeurIPS 2024; Alg. 1 lines 10-13, eq. (1)/(4);
+docs/specifications/cobo.md#network-assumptions). A helper module of ``algorithms/cobo.py`` (no
+algorithm here).
 
 Each function plays the messages of the sampled pairs (i, j), i < j, after the round's model
 exchange ``models`` and returns the pairs ``(a, b)`` whose W update completes this round -- every

@@ -1,5 +1,5 @@
 """CoBo's pair sampling and projection (Hashemi, He, Jaggi, NeurIPS 2024;
-ALGORITHMS.md 1.2-1.4)."""
+docs/specifications/cobo.md#update-equations)."""
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
-"""DiPLe: learned directed collaboration graphs (Zheng, Naghizadeh, Yener), ALGORITHMS.md section 2.
+"""DiPLe: learned directed collaboration graphs (Zheng, Naghizadeh, Yener); specification:
+docs/specifications/diple.md.
 
 Client i keeps a local model ``w_loc,i`` (``self.bank``), a mixture minimiser ``w_i``
 (``self.mixer``) and row i of the directed graph ``A = [alpha_ij]`` with
@@ -18,7 +19,7 @@ chain rule of supplement eq. 8);
 End of round: ``w_loc,i^{r+1,-1} = argmin f_i`` over ``{w_loc,i^{r,t}, wbar_i^{r,t}}_{t=1..T}``;
 this is also the personalised model that is evaluated (Alg. 1's output).
 
-The paper's ambiguities (ALGORITHMS.md 2.6) are options, defaults first:
+The paper's ambiguities (docs/specifications/diple.md#ambiguities) are options, defaults first:
 1. ``self_weight``: ``odds`` (``r_ij = a_ij / (1 - a_ij)`` with a <= 1 - eps,
    ``alpha_ii = 1 / (1 + sum r)``, ``alpha_ij = r_ij / (1 + sum r)``: exact for one neighbour) or
    ``raw`` (``alpha_ii = init_weight``, the row ``[alpha_ii, a_ij]`` normalised).
@@ -77,29 +78,31 @@ class DiPLe(GraphLearning, Algorithm):
         "stage2_steps": Field("int", 5, "T: stage-II steps per round", lo=1),
         "init_weight": Field("float", 0.5, "entries of A^0 (coefficient of a never-evaluated peer)",
                              lo=0, hi=1, lo_open=True),
-        "self_weight": Field("str", "odds", "alpha_ii (2.6.1): odds r_ij = a_ij/(1-a_ij), "
+        "self_weight": Field("str", "odds", "alpha_ii (ambiguity 1): odds r_ij = a_ij/(1-a_ij), "
                              "alpha_ii = 1/(1+sum r); raw: alpha_ii = init_weight, row normalised",
                              choices=("odds", "raw")),
-        "search": Field("str", "loss", "bisection test (2.6.2): loss (compare f_i at mid -/+ "
+        "search": Field("str", "loss", "bisection test (ambiguity 2): loss (compare f_i at mid -/+ "
                         "eps/4) or gradient (sign of phi'(mid))", choices=("loss", "gradient")),
         "bisection_split": Field("str", "val", "data of f_i in the bisection (eq. 3)",
                                  choices=("val", "train")),
         "bisection_batch": Field("int", None, "samples per client for f_i in the bisection, fixed "
                                  "within a round; null = the whole split", lo=1, nullable=True),
-        "unit": Field("str", "step", "unit of E (2.6.3): step or epoch", choices=("step", "epoch")),
-        "candidates": Field("str", "all", "peers evaluated in stage I (2.6.4): all, neighbours "
-                            "(a_ij^{r-1} > 0, Alg. 1) or sample (sample_peers random peers)",
+        "unit": Field("str", "step", "unit of E (ambiguity 3): step or epoch",
+                      choices=("step", "epoch")),
+        "candidates": Field("str", "all", "peers evaluated in stage I (ambiguity 4): all, "
+                            "neighbours (a_ij^{r-1} > 0, Alg. 1) or sample (sample_peers "
+                            "random peers)",
                             choices=("all", "neighbours", "sample")),
         "sample_peers": Field("int", 20, "m: random candidates per round with candidates: sample "
                               "(paper N = 100: 20)", lo=1),
         "keep_neighbours": Field("bool", False, "candidates: sample also re-evaluates the current "
                                  "in-neighbours instead of learning the row anew"),
-        "mixture_init": Field("str", "own", "w_i at the start of stage II (2.6.5): own = "
+        "mixture_init": Field("str", "own", "w_i at the start of stage II (ambiguity 5): own = "
                               "w_loc,i^{r,0}; carry = last round's", choices=("own", "carry")),
-        "grad_at": Field("str", "previous", "neighbour models in eq. 4 (2.6.6): previous = "
+        "grad_at": Field("str", "previous", "neighbour models in eq. 4 (ambiguity 6): previous = "
                          "w_loc,j^{r,t} as written; fresh = w_loc,j^{r,t+1}",
                          choices=("previous", "fresh")),
-        "select_on": Field("str", "val", "f_i of the end-of-round selection (2.6.7)",
+        "select_on": Field("str", "val", "f_i of the end-of-round selection (ambiguity 7)",
                            choices=("val", "train")),
         "mixture_lr": Field("float", None, "eta of eq. 4; null = train.lr", lo=0, lo_open=True,
                             nullable=True),

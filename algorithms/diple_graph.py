@@ -1,17 +1,19 @@
 """DiPLe's stage I: learning the directed graph (Zheng, Naghizadeh, Yener; Alg. 1 stage I, eq. 3;
-ALGORITHMS.md 2.2 and 2.6.1-2.6.4). A helper module of ``algorithms/diple.py`` (no algorithm here).
+docs/specifications/diple.md, update equations and ambiguities 1-4). A helper module of
+``algorithms/diple.py`` (no algorithm here).
 
 :class:`GraphLearning` holds the stage-I methods of :class:`algorithms.diple.DiPLe`, all clients
 batched; in round r (:meth:`GraphLearning.stage_one`):
 
-1. E local SGD steps ``w_loc,i^{r,-1} -> w_loc,i^{r,0}`` (``unit``: steps or epochs, 2.6.3);
+1. E local SGD steps ``w_loc,i^{r,-1} -> w_loc,i^{r,0}`` (``unit``: steps or epochs, ambiguity 3);
 2. every candidate j (:meth:`GraphLearning.candidates`: all, neighbours ``a_ij^{r-1} > 0`` or
-   sampled peers, 2.6.4) sends ``w_loc,j^{r,0}`` to i, one engine exchange posted to the mailbox;
+   sampled peers, ambiguity 4) sends ``w_loc,j^{r,0}`` to i, one engine exchange posted to the
+   mailbox;
 3. for every delivered pair, bisection with threshold eps on ``a in [0, 1]`` minimising
    ``f_i((1 - a) w_loc,i^{r,0} + a w_loc,j^{r,0})`` (eq. 3, ``a < eps/2 -> 0``;
    :meth:`GraphLearning.learn_weights`: all pairs of all clients in blocks, one loss call per
    iteration); a candidate whose model does not arrive keeps its previous coefficient;
-4. the row normalised into ``alpha_ii + sum_j alpha_ij = 1`` (``self_weight``, 2.6.1).
+4. the row normalised into ``alpha_ii + sum_j alpha_ij = 1`` (``self_weight``, ambiguity 1).
 
 The mixin uses the helpers of :class:`algorithms.base.Algorithm` (``compute_phase``,
 ``exchange``, ``local_sgd``, ``index``) and reads what it and ``DiPLe.__init__`` set: ``hp``,
@@ -64,7 +66,7 @@ class GraphLearning:
         return ex
 
     def normalise(self, a: np.ndarray) -> np.ndarray:
-        """Step 4: the row-stochastic A from the pairwise coefficients (2.6.1)."""
+        """Step 4: the row-stochastic A from the pairwise coefficients (ambiguity 1)."""
         return normalise_rows(a, self.hp.self_weight, self.hp.init_weight, self.eps)
 
     def candidates(self) -> np.ndarray:

@@ -1,5 +1,6 @@
-"""DiPLe's pairwise mixing weights (Zheng, Naghizadeh, Yener; ALGORITHMS.md 2.2): the bisection on
-each pair's coefficient and the row normalisation of the coefficients into mixing weights."""
+"""DiPLe's pairwise mixing weights (Zheng, Naghizadeh, Yener): the bisection on each pair's
+coefficient and the row normalisation of the coefficients into mixing weights
+(docs/specifications/diple.md#update-equations)."""
 from __future__ import annotations
 
 import math
@@ -50,7 +51,8 @@ def bisect(phi, n: int, eps: float, search: str, device=None) -> Tensor:
 
 
 def normalise_rows(a: np.ndarray, self_weight: str, init_weight: float, eps: float) -> np.ndarray:
-    """Row-stochastic A from the pairwise coefficients ``a_ij`` (ALGORITHMS.md 2.6.1)."""
+    """Row-stochastic A from the pairwise coefficients ``a_ij`` (ambiguity 1 of
+    docs/specifications/diple.md#ambiguities)."""
     if self_weight == "odds":
         c = np.minimum(a, 1.0 - eps)
         A, diag = c / (1.0 - c), 1.0

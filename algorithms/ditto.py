@@ -1,4 +1,5 @@
-"""Ditto (Li et al., ICML 2021), ALGORITHMS.md section 5, over the simulated star network.
+"""Ditto (Li et al., ICML 2021) over the simulated star network; specification:
+docs/specifications/baselines.md#ditto.
 
 Each client keeps a personal model v_k next to its copy of the global model. A round is FedAvg's
 (server = node N): the sampled clients that receive the global model ``w^t`` run E local steps,

@@ -1,5 +1,5 @@
-"""DPFL (Kharrat, Canini, Horváth; ALGORITHMS.md section 3): decentralised personalised FL over a
-directed collaboration graph built greedily under a per-client communication budget B_c.
+"""DPFL (Kharrat, Canini, Horváth; docs/specifications/dpfl.md): decentralised personalised FL
+over a directed collaboration graph built greedily under a per-client communication budget B_c.
 
 Problem (Eq. 3): ``min_{w, C} sum_k p_k F_k(ŵ_k)``, ``ŵ_k = sum_{i in C_k ∪ {k}} p_i w_i / sum p_i``
 (Eq. 4), ``|C_k| <= B_c``; i in C_k means k receives i's model. Alg. 1, alternating minimisation:

@@ -1,4 +1,4 @@
-"""DPFL's communication budget B_c (Kharrat, Canini, Horváth; ALGORITHMS.md 3.2-3.4): how a
+"""DPFL's communication budget B_c (Kharrat, Canini, Horváth; docs/specifications/dpfl.md): how a
 scenario's budget becomes a peer cap, and the random graph of the Fig. 3 ablation."""
 from __future__ import annotations
 

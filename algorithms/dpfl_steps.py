@@ -1,6 +1,6 @@
 """DPFL's communication steps under the budget B_c (Kharrat, Canini, Horváth; Alg. 1 lines 3 and
-9, Alg. 3 lines 2-3; ALGORITHMS.md 3.2 and 3.6). A helper module of ``algorithms/dpfl.py`` (no
-algorithm here).
+9, Alg. 3 lines 2-3; docs/specifications/dpfl.md#network-assumptions). A helper module of
+``algorithms/dpfl.py`` (no algorithm here).
 
 :class:`BudgetedSteps` holds the communication methods of :class:`algorithms.dpfl.DPFL`. A
 *communication step* is one engine exchange in which each client receives at most B_c models:

@@ -1,4 +1,4 @@
-"""D-PSGD (Lian et al. 2017), ALGORITHMS.md section 5.
+"""D-PSGD (Lian et al. 2017); specification: docs/specifications/baselines.md#d-psgd.
 
 Undirected graph, Metropolis–Hastings weights ``W_ij = 1 / (1 + max(deg_i, deg_j))`` on the base
 topology; ``x_i <- sum_j W_ij x_j - eta g_i(x_i)`` with the gradient at the pre-gossip point.

@@ -1,4 +1,5 @@
-"""Federated Clustering, FC (Werner et al., TMLR 2023), ALGORITHMS.md section 5.
+"""Federated Clustering, FC (Werner et al., TMLR 2023); specification:
+docs/specifications/baselines.md#federated-clustering.
 
 Every client j has its own model x_j, held by the server (node N of a star). A step: the server
 sends all N models to every client (N d floats); client i computes ``g_{i->j} = grad f_i(x_j)`` on

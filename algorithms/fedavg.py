@@ -1,11 +1,12 @@
 """Server-based baselines over the simulated star network: FedAvg, FedAvg+FT, FedProx, Oracle.
 
-A round (McMahan et al.; ALGORITHMS.md section 5): the server (node N) sends each sampled client
+A round (McMahan et al.): the server (node N) sends each sampled client
 its model; a client that received it starts its E local steps at the arrival time; clients that
 finish upload their models; the server averages what arrived before the receiver policy stops it,
 ``w_k <- sum_i n_i x_i / sum_i n_i`` over the arrived clients of group k. FedAvg has one group;
 the Oracle has one per ground-truth cluster (cluster-wise FedAvg). With a deadline policy,
-stragglers past the deadline are left out of the aggregate.
+stragglers past the deadline are left out of the aggregate. Specification:
+docs/specifications/baselines.md#fedavg.
 """
 from __future__ import annotations
 
@@ -131,12 +132,16 @@ class FedAvgFT(ServerAveraging):
 
     fields = {**SERVER_FIELDS,
               "finetune_rounds": Field("int", None, "rounds of local fine-tuning at the end "
-                                       "(default: a fifth of the rounds)", lo=1, nullable=True)}
+                                       "(default: finetune_share of the rounds)", lo=1,
+                                       nullable=True),
+              "finetune_share": Field("float", 0.2, "share of the rounds fine-tuned when "
+                                      "finetune_rounds is null (at least one round), so that "
+                                      "it follows schedule.rounds", lo=0, hi=1, lo_open=True)}
 
     def __init__(self, ctx):
         super().__init__(ctx)
         rounds = ctx.cfg["schedule"]["rounds"]
-        self.ft = self.hp.finetune_rounds or max(1, rounds // 5)
+        self.ft = self.hp.finetune_rounds or max(1, int(self.hp.finetune_share * rounds))
         self.start_ft = rounds - self.ft
         self.tuning = False
 
@@ -145,7 +150,9 @@ class FedAvgFT(ServerAveraging):
         ft = spec["finetune_rounds"]
         if ft is not None and ft >= cfg["schedule"]["rounds"]:
             raise ConfigError(f"{path}.finetune_rounds", ft,
-                              f"fewer than schedule.rounds = {cfg['schedule']['rounds']}")
+                              f"fewer than schedule.rounds = {cfg['schedule']['rounds']}",
+                              "lower it too, or set it to null to fine-tune finetune_share of "
+                              "the rounds")
 
     def round(self, t: int) -> None:
         if t < self.start_ft:

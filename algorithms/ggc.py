@@ -1,5 +1,6 @@
 """Greedy Graph Construction (GGC, Alg. 2) and Batched GGC (BGGC, Alg. 3) of DPFL (Kharrat, Canini,
-Horváth), ALGORITHMS.md section 3.2. A helper module of ``algorithms/dpfl.py`` (no algorithm here).
+Horváth; docs/specifications/dpfl.md#update-equations). A helper module of ``algorithms/dpfl.py``
+(no algorithm here).
 
 Client k looks for collaborators ``X`` among candidates ``S`` maximising the reward (Eq. 7)
 

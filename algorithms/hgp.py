@@ -1,21 +1,26 @@
-"""Hyper-Gradient Push (seed 004, Alg. 2; ALGORITHMS.md 4.4), batched over all agents.
+"""Hyper-Gradient Push (Terashita & Hara, Alg. 2), batched over all agents.
 
-Notation (seed 004, Sec. 2-4). SGP in the Nedić–Olshevsky form the authors run (App. A.3):
-``z_i <- sum_j p_{j->i}(delta_j) z_j - gamma grad_x f_i(z_i / w_i, lambda_i; xi_i)``,
-``w <- P w``, x_i = z_i / w_i. Its expected map psi has the fixed point z*(lambda) (eq. 5);
-the hyper-gradient of F_bar(lambda) = sum_s F_s(x_s*, lambda_s) (eq. 6) by implicit
-differentiation and an M-term Neumann series is eq. (8). SRB (eq. 9) estimates it with sampled
-Jacobians; agent i would need ``u_j`` from every j it *sends* to (p_{i->j}), i.e. over the
-reverse edge j->i, which a directed realisation does not provide (Sec. 4.2,
-:func:`srb_naive_weights`). HGP receives ``u_j`` over the realised *incoming* edges and debiases
-by eq. (12): weight ``p_bar_{i->j} delta_{j->i} / delta_bar_{j->i}``, unbiased because
-E[delta_{j->i}] = delta_bar_{j->i}. Nedić-form specialisation (v2 code, ALGORITHMS.md 4.4)::
+Notation (paper Sec. 2-4). SGP in the Nedić–Olshevsky form the authors run (App. A.3):
+``z_i <- sum_j p_{j->i}(delta_j) z_j - gamma kappa_i grad_x f_i(z_i / w_i, lambda_i; xi_i)``,
+``w <- P w``, x_i = z_i / w_i, with netsim's cap ``kappa_i = min(1, w_i / min_weight)``
+(:meth:`netsim.runtime.pushsum.PushSum.step_scale`; kappa = 1 is the paper's map). Its
+expected map psi has the fixed point z*(lambda) (eq. 5); the hyper-gradient of F_bar(lambda) =
+sum_s F_s(x_s*, lambda_s) (eq. 6) by implicit differentiation and an M-term Neumann series is
+eq. (8). SRB (eq. 9) estimates it with sampled Jacobians; agent i would need ``u_j`` from every
+j it *sends* to (p_{i->j}), i.e. over the reverse edge j->i, which a directed realisation does
+not provide (Sec. 4.2, :func:`srb_naive_weights`). HGP receives ``u_j`` over the realised
+*incoming* edges and debiases by eq. (12): weight ``p_bar_{i->j} delta_{j->i} /
+delta_bar_{j->i}``, unbiased because E[delta_{j->i}] = delta_bar_{j->i}. Nedić-form specialisation (v2 code;
+docs/specifications/pdbo.md#hyper-gradient-hgp)::
 
     u_i^0 = d_{z_i} F_i = grad_x F_i(x_i, lambda_i) / w_i,   v_i^0 = d_{lambda_i} F_i
     s_i   = sum_j C_ij u_j,  C_ij = p_bar_{i->j} delta_{j->i} / delta_bar_{j->i},
                            C_ii = p_bar_{i->i}
-    v_i  <- v_i - gamma (d_lambda grad_x f_i)^T u_i
-    u_i  <- s_i - (gamma / w_i) H_i u_i                     (H_i = d_x grad_x f_i)
+    v_i  <- v_i - gamma kappa_i (d_lambda grad_x f_i)^T u_i
+    u_i  <- s_i - gamma (kappa_i / w_i) H_i u_i             (H_i = d_x grad_x f_i)
+
+Both steps differentiate the same (capped) map: kappa_i scales agent i's whole local step, so it
+enters d_{lambda_i} psi_i as well as d_{z_i} psi_i.
 
 The push-sum weight needs no adjoint: its fixed point w* = E[P] w* does not depend on lambda.
 
@@ -59,7 +64,7 @@ def expected_push_weights(avail: np.ndarray) -> np.ndarray:
 
 
 class EdgeStats:
-    """Running estimates gathered while SGP runs (ALGORITHMS.md 4.2, 4.8).
+    """Running estimates gathered while SGP runs (docs/specifications/pdbo.md#network-assumptions).
 
     ``p_bar[j, i]`` = mean of sender i's push weights p_{i->j} over the steps it sent (a
     sender knows its realised out-links); ``delta_bar[i, j]`` = share of steps in which j's
@@ -127,14 +132,18 @@ def srb_naive_weights(push: np.ndarray, delivered: np.ndarray) -> tuple[np.ndarr
 
 
 def hgp_step(u: Tensor, v: Tensor, c: Tensor, hvp: Tensor, mixed: Tensor, gamma: float,
-             w: Tensor) -> tuple[Tensor, Tensor]:
-    """One HGP step (Alg. 2 lines 3-4, Nedić form): ``u <- C u - (gamma / w) H u``,
-    ``v <- v - gamma (d_lambda grad_x f)^T u``.
+             w: Tensor, kappa: Tensor) -> tuple[Tensor, Tensor]:
+    """One HGP step (Alg. 2 lines 3-4, Nedić form; the transposed Jacobians of eq. 8) of the
+    map ``psi_i = sum_j p_{j->i} z_j - gamma kappa_i grad_x f_i(z_i / w_i, lambda_i)``:
+    ``u <- C u - gamma (kappa / w) H u``, ``v <- v - gamma kappa (d_lambda grad_x f)^T u``.
 
     ``u: [..., N, d_x]``, ``v: [..., N, d_lambda]``, ``c: [..., N, N]`` from :func:`hgp_weights`,
-    ``hvp = H u`` and ``mixed = (d_lambda grad_x f)^T u`` at the current u, ``w: [N, 1]``.
+    ``hvp = H u`` and ``mixed = (d_lambda grad_x f)^T u`` at the current u, ``w: [N, 1]``,
+    ``kappa: [N, 1]`` the inner step's cap (:meth:`netsim.runtime.pushsum.PushSum.step_scale`;
+    ``w / kappa = max(w, min_weight)``, and an agent that is not capped computes exactly the
+    uncapped step).
     """
-    return c @ u - (gamma / w) * hvp, v - gamma * mixed
+    return c @ u - (gamma / (w / kappa)) * hvp, v - gamma * (kappa * mixed)
 
 
 def grad_vjp(f: Callable[[Tensor, Tensor], Tensor], x: Tensor, lam: Tensor,

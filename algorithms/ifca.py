@@ -1,4 +1,5 @@
-"""IFCA: Iterative Federated Clustering Algorithm (Ghosh et al., NeurIPS 2020), ALGORITHMS.md section 5.
+"""IFCA: Iterative Federated Clustering Algorithm (Ghosh et al., NeurIPS 2020); specification:
+docs/specifications/baselines.md#ifca.
 
 The server (node N of a star) keeps K cluster models ``theta_1..theta_K``, initialised
 independently. A round: the server sends all K models to the sampled clients (K d floats each);

@@ -1,4 +1,5 @@
-"""Local: every client trains on its own data only; no communication (ALGORITHMS.md section 5)."""
+"""Local: every client trains on its own data only; no communication
+(docs/specifications/baselines.md#local)."""
 from __future__ import annotations
 
 import numpy as np

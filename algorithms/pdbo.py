@@ -1,12 +1,12 @@
 """PDBO-MTL: personalised decentralised bilevel optimisation solved by SGP and Hyper-Gradient Push
-(Terashita & Hara, seed 004; ALGORITHMS.md section 4).
+(Terashita & Hara; docs/specifications/pdbo.md).
 
 Each agent i predicts with a softmax(lambda_i)-weighted mixture of K base learners
 (:class:`netsim.models.ensemble.EnsembleModel`). The learners x = (theta_1..theta_K) are the
 inner, consensus parameters (problem (1), solved by SGP on the realised directed links); lambda_i
 is agent i's personal outer parameter, optimised with Adam against the *sum* of all agents' outer
 costs (PDBO, eq. 4a / 6). One round of the schedule is one outer step t_h (v2 code,
-ALGORITHMS.md 4.5):
+docs/specifications/pdbo.md#outer-loop):
 
 1. re-initialise the learners (``reinit``) and replay the same mini-batch order
    (``fixed_batches``);
@@ -54,7 +54,7 @@ from netsim.schema import Field
 
 @register("pdbo_mtl")
 class PDBOMTL(InnerSGP, Algorithm):
-    """PDBO-MTL: ensembles with personal weights, learners by SGP, weights by HGP (seed 004)."""
+    """PDBO-MTL: ensembles with personal weights, learners by SGP, weights by HGP."""
 
     group = "learned weights"  # the run table's group
 
@@ -159,7 +159,7 @@ class PDBOMTL(InnerSGP, Algorithm):
             return gl
         w = self.w.to(gx.dtype)
         u, v = gx / w, gl
-        w_step = torch.clamp(w, min=self.hp.min_weight)   # the step's 1/w, capped as in SGP
+        kappa = self.push_sum.step_scale(w, w.dtype)       # SGP's cap on the local step
         p_bar, delta_bar = self.edge_statistics(stats)
         gamma = self.hp.hgp_lr or self.inner_lr(self.hp.inner_steps)
         for _ in range(self.hp.neumann_steps):
@@ -170,7 +170,7 @@ class PDBOMTL(InnerSGP, Algorithm):
             c = torch.as_tensor(hgp_weights(p_bar, delta_bar, ex.delivered), dtype=u.dtype,
                                 device=self.device)
             hvp, mixed = self.products(x, u)
-            u_new, v_new = hgp_step(u, v, c, hvp, mixed, gamma, w_step)
+            u_new, v_new = hgp_step(u, v, c, hvp, mixed, gamma, w, kappa)
             keep = torch.as_tensor(done, device=self.device)[:, None]
             u, v = torch.where(keep, u_new, u), torch.where(keep, v_new, v)
         return v

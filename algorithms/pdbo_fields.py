@@ -1,5 +1,6 @@
-"""PDBO-MTL's parameters (seed 004, Table 2 and App. A.3; ALGORITHMS.md 4.5-4.6): those of every
-variant and those of Hyper-Gradient Push."""
+"""PDBO-MTL's parameters (Terashita & Hara, Table 2 and App. A.3;
+docs/specifications/pdbo.md#hyper-parameters): those of every variant and those of Hyper-Gradient
+Push."""
 from __future__ import annotations
 
 from netsim.runtime.pushsum import PUSH_SUM_FIELDS
@@ -39,8 +40,9 @@ COMMON_FIELDS = {
                            "(v2 code: fixed seed)"),
     "outer_bn": Field("str", "eval", "BatchNorm in the outer cost F_i: eval = the running "
                       "statistics (the v2 code puts the model in eval mode for the outer "
-                      "gradient, ALGORITHMS.md 4.9) or train = batch statistics; models without "
-                      "BatchNorm ignore it", choices=("eval", "train")),
+                      "gradient; docs/specifications/pdbo.md#code-differences) or train = "
+                      "batch statistics; models without BatchNorm ignore it",
+                      choices=("eval", "train")),
     "select": Field("str", "best_val", "reported personal models: the outer step with the best "
                     "mean validation accuracy so far (paper), or the last",
                     choices=("best_val", "last")),

@@ -1,5 +1,5 @@
-"""PDBO-MTL's inner problem: the learners by Stochastic Gradient Push (Terashita & Hara, seed 004,
-problem (1) and App. A.3; ALGORITHMS.md 4.2 and 4.5 step (2)). A helper module of
+"""PDBO-MTL's inner problem: the learners by Stochastic Gradient Push (Terashita & Hara,
+problem (1) and App. A.3; docs/specifications/pdbo.md#inner-solver-sgp). A helper module of
 ``algorithms/pdbo.py`` (no algorithm here).
 
 :class:`InnerSGP` holds the inner-solver methods of :class:`algorithms.pdbo.PDBOMTL`. With every
@@ -14,7 +14,7 @@ Nedić–Olshevsky form the authors run, all agents batched:
   did not finish adds no gradient;
 - gamma_t = train.lr times 0.1 at each of the last ``decay_last`` steps (:meth:`InnerSGP.inner_lr`);
 - the on-time arrivals feed the edge statistics p_bar, delta_bar that HGP debiases with
-  (:class:`algorithms.hgp.EdgeStats`, ALGORITHMS.md 4.2);
+  (:class:`algorithms.hgp.EdgeStats`, docs/specifications/pdbo.md#inner-solver-sgp);
 - ``inner: local`` drops the push (local SGD, no communication).
 
 The de-biased learners are ``x_i = z_i / w_i`` (:meth:`InnerSGP.x`). The mixin uses the helpers

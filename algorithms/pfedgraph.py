@@ -1,4 +1,5 @@
-"""pFedGraph (Ye et al., ICML 2023), cosine variant, as specified in ALGORITHMS.md section 5.
+"""pFedGraph (Ye et al., ICML 2023), cosine variant, as specified in
+docs/specifications/baselines.md#pfedgraph.
 
 Server-based (the server is node N of a star, like FedAvg). Per round, for the clients whose
 upload arrived:

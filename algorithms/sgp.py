@@ -1,4 +1,6 @@
-"""Stochastic Gradient Push (Assran et al. 2019; Nedić & Olshevsky 2016), ALGORITHMS.md 4.2 / 5.
+"""Stochastic Gradient Push (Assran et al. 2019; Nedić & Olshevsky 2016); specification:
+docs/specifications/baselines.md#sgp (and, as PDBO's inner solver,
+docs/specifications/pdbo.md#inner-solver-sgp).
 
 Push-sum over time-varying directed links: node j splits its state uniformly over its realised
 out-neighbours and itself, ``p_{j->i} = delta_{j->i} / (1 + sum_k delta_{j->k})`` (column

@@ -13,7 +13,8 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from netsim.config import Scenario
-from netsim.results import Results, atomic_write
+from netsim.folder_lock import FolderLock
+from netsim.results import Results, atomic_write, open_folder
 
 
 class SweepResults:
@@ -79,14 +80,15 @@ def run_sweep(sweep: Any, grid: Mapping[str, list] | None = None, *,
     base = sweep if isinstance(sweep, Scenario) else Scenario.load(sweep)
     name = name or f"{base.name}_sweep"
     folder = Path(out) / name
-    atomic_write(folder / "scenario.yaml", yaml.safe_dump(base.raw, sort_keys=False))
-    spec = {"name": name, "scenario": "scenario.yaml", "grid": dict(grid or {}),
-            "cases": list(cases or []), "seeds": list(seeds or [0]),
-            "overrides": dict(overrides or {}), "x": x, "executor": dict(executor or {})}
-    if metrics is not None:
-        spec["metrics"] = list(metrics)
-    atomic_write(folder / "sweep.yaml", yaml.safe_dump(spec, sort_keys=False))
-    return SweepResults(run_file(Sweep.load(folder / "sweep.yaml"), out=out, log=log))
+    with FolderLock(open_folder(folder, "sweep folder"), "sweep folder"):   # the sweep's too
+        atomic_write(folder / "scenario.yaml", yaml.safe_dump(base.raw, sort_keys=False))
+        spec = {"name": name, "scenario": "scenario.yaml", "grid": dict(grid or {}),
+                "cases": list(cases or []), "seeds": list(seeds or [0]),
+                "overrides": dict(overrides or {}), "x": x, "executor": dict(executor or {})}
+        if metrics is not None:
+            spec["metrics"] = list(metrics)
+        atomic_write(folder / "sweep.yaml", yaml.safe_dump(spec, sort_keys=False))
+        return SweepResults(run_file(Sweep.load(folder / "sweep.yaml"), out=out, log=log))
 
 
 def register_algorithm(name: str):

@@ -24,8 +24,8 @@ from typing import Any, Callable
 import torch
 
 from netsim.loop import Callback
+from netsim.results import CHECKPOINT
 
-CHECKPOINT = "checkpoint.pkl"
 #: with ``outputs.checkpoint_every: null``, the least wall time between two mid-run checkpoints
 #: (a run of a few seconds writes none: a checkpoint can cost a third of its round)
 CHECKPOINT_SECONDS = 10.0

@@ -10,7 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from netsim.errors import ConfigError
+from netsim.cli_report import on_stop, report
+from netsim.errors import ConfigError, command_line
 
 DEFAULT_SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "quickstart.yaml"
 
@@ -40,13 +41,26 @@ def _scenario(args):
     return scenario.with_overrides(args.set or [])
 
 
+def _out(value: str | None) -> str | None:
+    """``--out``: a path, not an empty string (that would fall back to the default)."""
+    if value == "":
+        raise ConfigError("--out", value, "a path (not empty)")
+    return value
+
+
 def cmd_run(args) -> int:
     from netsim.runner import run
+    from netsim.threads import choose, warn_if_busy
 
     scenario = _scenario(args)
-    scenario.resolve()                      # fail before anything runs
-    run(scenario, seeds=args.seeds, out=args.out, quiet=args.quiet, verbose=args.verbose,
-        overwrite=args.overwrite, threads=args.threads, resume=args.resume)
+    cfg = scenario.resolve()                # fail before anything runs
+    out = _out(args.out)
+    threads = choose(cfg["threads"] if args.threads is None else args.threads)
+    warn_if_busy(threads)
+    on_stop(f"what the run wrote is kept in {Path(out or cfg['outputs']['dir']) / cfg['name']} "
+            "with its last checkpoint: run the same command with --resume to go on")
+    run(scenario, seeds=args.seeds, out=out, quiet=args.quiet, verbose=args.verbose,
+        overwrite=args.overwrite, threads=threads, resume=args.resume)
     return 0
 
 
@@ -68,13 +82,12 @@ def cmd_validate(args) -> int:
 
 
 def _results(path: str) -> Path:
-    """A results folder given on the command line; warns (stderr) when its run is incomplete."""
+    """A results folder given on the command line, checked (netsim.readable); warns (stderr)
+    when its run is incomplete."""
+    from netsim.readable import check_results
     from netsim.results import INCOMPLETE, Results
 
-    try:
-        res = Results(path)
-    except FileNotFoundError:
-        raise ConfigError("results", path, "a netsim results folder (with config.yaml)") from None
+    res = Results(check_results(path))
     if res.incomplete:
         print(f"netsim: warning: {path} holds an incomplete run ({INCOMPLETE} marker: it was "
               "interrupted or is still running); what follows covers only what it finished",
@@ -97,8 +110,11 @@ def cmd_list(args) -> int:
 def cmd_figures(args) -> int:
     from netsim.plot import write_run_figures
 
+    folder = _results(args.results)
+    on_stop(f"the figures written so far are in {folder / 'figures'}: run the same command "
+            "again to write them all")
     try:
-        paths = write_run_figures(_results(args.results), pdf=args.pdf, only=args.only)
+        paths = write_run_figures(folder, pdf=args.pdf, only=args.only)
     except ValueError as exc:                       # an unknown --only kind
         print(f"netsim: error: {exc}", file=sys.stderr)
         return 2
@@ -108,20 +124,27 @@ def cmd_figures(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    out = _out(args.out)
     if not args.dry_run:                    # the pool's imports overlap this process's
         from netsim.pool import start_early
         start_early(args.sweep, args.workers)
-    from netsim.sweep import EXECUTOR_FIELDS, Sweep, run_sweep
+    from netsim.sweep import EXECUTOR_FIELDS, Sweep, pool_size, run_sweep
+    from netsim.threads import warn_if_busy
 
     sweep = Sweep.load(args.sweep, seeds=args.seeds, overrides=args.set or [])
     for key in ("workers", "threads"):
         if getattr(args, key) is not None:
             sweep.spec["executor"][key] = EXECUTOR_FIELDS[key].check(f"--{key}", getattr(args, key))
     cells = sweep.cells()                   # validates every run before anything runs
+    workers, threads = pool_size(sweep.spec["executor"], len(cells))
     if args.dry_run:
         print(f"{sweep.name}: {len(cells)} runs")
         return 0
-    root = run_sweep(sweep, out=args.out)
+    if sweep.spec["executor"]["name"] != "submitit":
+        warn_if_busy(threads, workers)
+    on_stop(f"the finished runs are kept in {Path(out) / sweep.name}: run the same command "
+            "again to go on (they are skipped)")
+    root = run_sweep(sweep, out=out)
     print(f"results: {root}")
     return 0
 
@@ -148,35 +171,33 @@ def _paired(results: str, pairs: list[str]) -> list[dict]:
 
 def cmd_analyze(args) -> int:
     from netsim.analysis import analyze, export_graphml, format_table, write_analysis
+    from netsim.schema import Field
 
     _results(args.results)
+    threshold = Field("float", lo=0, hi=1 if args.relative else None).check("--threshold",
+                                                                           args.threshold)
+    target = Field("float", None, lo=0).check("--target", args.target)
     paired = _paired(args.results, args.paired)
-    analysis = analyze(args.results, threshold=args.threshold, target=args.target,
+    analysis = analyze(args.results, threshold=threshold, target=target,
                        relative_to_max=args.relative)
+    written = write_analysis(args.results, analysis)          # before stdout, which may close
+    graphs = export_graphml(args.results, threshold=threshold, relative_to_max=args.relative)
     print(format_table(analysis, width=None if args.wide else 100))
     if paired:
         from netsim.analysis.paired import format_paired
         print(format_paired(paired))
-    for path in write_analysis(args.results, analysis):
+    for path in written:
         print(path)
-    graphs = export_graphml(args.results, threshold=args.threshold, relative_to_max=args.relative)
     if graphs:
         print(f"{len(graphs)} GraphML files in {graphs[0].parent}")
     return 0
 
 
 def cmd_standin(args) -> int:
-    from netsim.data.standins import STANDINS, write_standin
-
-    if args.dataset not in STANDINS:
-        print(f"netsim: error: dataset: got {args.dataset!r}; allowed: {', '.join(STANDINS)}",
-              file=sys.stderr)
-        return 2
+    from netsim.data.standins import check_standin, write_standin
     from netsim.results import make_folder
-    from netsim.schema import Field
 
-    for key in ("samples", "writers"):
-        Field("int", lo=1).check(f"--{key}", getattr(args, key))
+    check_standin(args.dataset, args.samples, args.writers, args.split)
     make_folder(args.folder, "folder")
     try:
         root = write_standin(args.dataset, args.folder, samples_per_class=args.samples,
@@ -192,7 +213,12 @@ def cmd_standin(args) -> int:
 def cmd_reference(args) -> int:
     from netsim.reference import write
 
-    print(f"reference written to {write(args.out)}")
+    try:
+        path = write(_out(args.out))
+    except OSError as exc:
+        raise ConfigError("--out", args.out, "a file path that can be written",
+                          exc.strerror or type(exc).__name__) from None
+    print(f"reference written to {path}")
     return 0
 
 
@@ -207,15 +233,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     def threads_arg(sp):
         sp.add_argument("--threads", type=int, help="torch CPU threads per run (default: the "
-                        "scenario's threads, else one per core; on a CPU shared with busy "
-                        "processes --threads 1 can be much faster)")
+                        "scenario's threads, else one per core; capped at the cores, a sweep's "
+                        "at its share of them; on a CPU shared with busy processes --threads 1 "
+                        "can be much faster)")
 
     r = sub.add_parser("run", help="run a scenario (default: scenarios/quickstart.yaml)")
     scenario_args(r)
     r.add_argument("--seeds", type=int, nargs="+", help="run these seeds (default: the scenario's)")
     r.add_argument("--out", help="results root (default: outputs.dir); results go to OUT/<name>/")
     r.add_argument("--overwrite", action="store_true",
-                   help="replace the results of another run in OUT/<name>/ (cleared first)")
+                   help="replace the results of another run in OUT/<name>/ (netsim's own files "
+                   "are removed first; files netsim did not write are kept)")
     r.add_argument("--resume", action="store_true",
                    help="continue the interrupted run in OUT/<name>/ from its checkpoint (the "
                         "same command line plus --resume); results equal an uninterrupted run's")
@@ -294,11 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except ConfigError as exc:
-        print(f"netsim: error: {exc}", file=sys.stderr)
-        return 2
+    with command_line():
+        return report(lambda: args.func(args))
 
 
 if __name__ == "__main__":

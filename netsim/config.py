@@ -13,9 +13,11 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from netsim import strict_yaml
 from netsim.errors import ConfigError
 from netsim.rng import STREAMS
 from netsim.schema import Field, check_section
+from netsim.text_file import read_text
 
 TOP_FIELDS = {
     "name": Field("name", None, "scenario name (results go to OUT/<name>/)", nullable=True),
@@ -154,23 +156,14 @@ def validate(raw: Mapping) -> dict:
     return cfg
 
 
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
 def read_yaml(path: Path, field: str) -> dict:
-    """A YAML file's top-level mapping; any unreadable, non-UTF-8 or invalid file is a ConfigError
-    on ``field`` (``scenario`` or ``sweep``)."""
-    if not path.is_file():
-        raise ConfigError(field, str(path), "an existing YAML file")
+    """A YAML file's top-level mapping; any unreadable, non-UTF-8 or invalid file (duplicate keys
+    and alias bombs included: netsim.strict_yaml) is a ConfigError on ``field`` (``scenario`` or
+    ``sweep``)."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ConfigError(field, str(path), "a UTF-8 text file", _first_line(exc)) from None
-    except OSError as exc:
-        raise ConfigError(field, str(path), "a readable file", exc.strerror or "") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(field, str(path), "valid YAML", _first_line(exc)) from None
+        raw = strict_yaml.load(read_text(path, field, "YAML file"))
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise ConfigError(field, str(path), "valid YAML", strict_yaml.problem(exc)) from None
     if not isinstance(raw, Mapping):
         raise ConfigError(field, str(path), "a YAML mapping at the top level")
     return dict(raw)
@@ -184,10 +177,10 @@ def parse_override(text: str) -> tuple[str, Any]:
     if not key.strip():
         raise ConfigError("--set", text, "path.to.key=value with a non-empty path")
     try:
-        return key.strip(), yaml.safe_load(value)
-    except yaml.YAMLError as exc:
+        return key.strip(), strict_yaml.load(value)
+    except (yaml.YAMLError, RecursionError) as exc:
         raise ConfigError(f"--set {key.strip()}", value, "a YAML value, e.g. 0.5, [0.4, 0.8] or "
-                          "{name: ring}", _first_line(exc)) from None
+                          "{name: ring}", strict_yaml.problem(exc)) from None
 
 
 def apply_override(raw: dict, key: str, value: Any) -> None:

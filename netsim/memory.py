@@ -18,7 +18,9 @@ before anything is allocated, and ``run`` again, with the model, once the data i
 
 It is a lower bound of the need, so a refusal is certain to be right (the Python process with
 torch imported, about 0.3 GB, comes on top). Free memory: MemAvailable of ``/proc/meminfo``
-(Linux; elsewhere the CPU check is skipped) or ``torch.cuda.mem_get_info``.
+(Linux; elsewhere the CPU check is skipped) or ``torch.cuda.mem_get_info``. :func:`require`
+refuses other needs the same way: a generated dataset before it is generated
+(``netsim.data.datasets.DatasetInfo.size``), a stand-in before it is written.
 """
 from __future__ import annotations
 
@@ -103,15 +105,27 @@ def available(device) -> tuple[int | None, str]:
     return None, "unknown"
 
 
-def check(cfg: dict, device, n_params: int | None = None, data_bytes: int = 0) -> dict[str, int]:
-    """Refuse (ConfigError on ``clients``) a run whose estimate exceeds the free memory."""
-    parts = estimate(cfg, n_params, data_bytes)
+def require(need: int, device, field: str, value, what: str, detail: str = "") -> None:
+    """Refuse (ConfigError on ``field``, naming ``value``) ``what`` (e.g. ``a scenario``) when its
+    ``need`` of bytes exceeds the free memory of ``device``; ``detail`` follows the total."""
     free, source = available(device)
+    if free is not None and need > free:
+        raise ConfigError(field, value, f"{what} that fits in the {human(free)} {source}",
+                          f"it needs at least {human(need)}" + (f": {detail}" if detail else ""))
+
+
+def check(cfg: dict, device, n_params: int | None = None, data_bytes: int = 0) -> dict[str, int]:
+    """Refuse a run whose estimate exceeds the free memory: a ConfigError on ``schedule.rounds``
+    when most of the estimate grows with the rounds (the links log, the matrices kept per
+    evaluation), else on ``clients``."""
+    parts = estimate(cfg, n_params, data_bytes)
     total = sum(parts.values())
-    if free is not None and total > free:
-        detail = ", ".join(f"{k} {human(v)}" for k, v in parts.items())
-        raise ConfigError("clients", cfg["clients"], f"a scenario that fits in the "
-                          f"{human(free)} {source}", f"it needs at least {human(total)}: {detail}")
+    one_round = {**cfg, "schedule": {**cfg["schedule"], "rounds": 1}}
+    by_rounds = total - sum(estimate(one_round, n_params, data_bytes).values()) > total / 2
+    field, value = (("schedule.rounds", cfg["schedule"]["rounds"]) if by_rounds
+                    else ("clients", cfg["clients"]))
+    require(total, device, field, value, "a scenario",
+            ", ".join(f"{k} {human(v)}" for k, v in parts.items()))
     return parts
 
 

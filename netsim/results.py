@@ -1,4 +1,5 @@
-"""The results contract (DESIGN.md): writing while the run goes, atomically, and reading back.
+"""The results contract (docs/results_format.md): writing while the run goes, atomically, and
+reading back.
 
 ``OUT/<scenario>/`` holds ``config.yaml``, ``metrics.csv``, ``summary.json``, ``clients.csv``,
 ``network.csv``, ``collab/<alg>_seed<k>.npz``, ``links/<alg>_seed<k>.npz``, ``trace/`` (optional)
@@ -8,7 +9,9 @@ are created that way with their header and first rows, then appended to (whole l
 so a kill leaves at most a partial last line, and a resumed run rewrites them from its
 checkpoint. Files get the user's umask permissions, and every path is checked to stay inside
 the folder. A folder holds exactly one run (:func:`claim_folder`); its ``INCOMPLETE`` marker is
-removed only when the run finishes.
+removed only when the run finishes. A run holds the folder's lock (netsim.folder_lock) from start
+to end, and lists every file it writes in the folder's manifest (netsim.manifest): a rerun
+removes only those, never a file netsim did not write.
 """
 from __future__ import annotations
 
@@ -16,15 +19,16 @@ import csv
 import io
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 import yaml
 
-from netsim.errors import ConfigError
+from netsim import manifest
+from netsim.atomic import atomic_write
+from netsim.errors import ConfigError, option
+from netsim.folder_lock import FolderLock
 from netsim.schema import SAFE_NAME_TEXT, is_safe_name
 
 METRIC_COLUMNS = ("algorithm", "seed", "round", "sim_time", "client", "split", "accuracy", "loss")
@@ -33,33 +37,23 @@ NETWORK_COLUMNS = ("algorithm", "seed", "round", "sim_time", "bytes_sent", "mess
 CLIENT_COLUMNS = ("seed", "client", "cluster", "n_train", "n_val", "n_test", "group")
 #: marker file of a run that has not finished (interrupted, or still running)
 INCOMPLETE = "INCOMPLETE"
+#: the checkpoint of an unfinished run (netsim.checkpoint)
+CHECKPOINT = "checkpoint.pkl"
+#: names netsim writes at the top of a results folder (files, or folders of its files: arrays,
+#: figures, GraphML, the sweep's DONE and error.txt): a file there that netsim did not write is
+#: in its way, and a run refuses the folder
+OWN_NAMES = ("config.yaml", INCOMPLETE, "metrics.csv", "network.csv", "clients.csv",
+             "summary.json", CHECKPOINT, "analysis.json", "analysis.csv", "DONE", "error.txt",
+             "collab", "links", "accounting", "outer", "graph", "effective", "trace", "figures",
+             "graphs")
+#: what ``netsim analyze`` and ``netsim figures`` derive from a run's results: removed when an
+#: unfinished run resumes
+DERIVED = ("analysis.json", "analysis.csv", "graphs", "figures")
 #: keys of a resolved config that do not change a run's results
 NOT_IDENTITY = ("outputs", "threads")
 #: most clients whose ``links/`` arrays are written dense (``delivered`` [R, N, N]); above, as
 #: edge lists (:meth:`LinksLog.arrays`)
 LINKS_DENSE_MAX = 256
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` through a temporary file and an atomic rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())             # mkstemp's 0600 would hide results
-        with os.fdopen(fd, mode) as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def make_folder(path: str | Path, field: str) -> Path:
@@ -76,22 +70,38 @@ def make_folder(path: str | Path, field: str) -> Path:
     return path
 
 
+def open_folder(folder: Path, field: str) -> Path:
+    """Create ``folder`` (and parents) for netsim to write in: refused (ConfigError on
+    ``field``) where it is a symlink (a write outside the output folder) or a file."""
+    make_folder(folder.parent, "--out")
+    if folder.is_symlink():
+        raise ConfigError(field, str(folder), "a folder inside the output folder",
+                          "it is a symlink; netsim does not write through it")
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(field, str(folder), "a folder", "it is a file")
+    return make_folder(folder, "--out")
+
+
 def _identity(config: dict, seeds: list[int] | None) -> tuple[dict, list[int] | None]:
     body = {k: v for k, v in config.items() if k not in NOT_IDENTITY}
     return yaml.safe_load(yaml.safe_dump(body)), seeds
 
 
-def _previous_run(folder: Path) -> tuple[dict, list[int] | None]:
-    """(config, seeds) of the run in ``folder``; seeds from its INCOMPLETE marker or summary."""
-    config = yaml.safe_load((folder / "config.yaml").read_text()) or {}
-    if (folder / INCOMPLETE).is_file():
-        seeds = (yaml.safe_load((folder / INCOMPLETE).read_text()) or {}).get("seeds")
-    else:
-        try:
-            seeds = json.loads((folder / "summary.json").read_text()).get("seeds")
-        except (OSError, ValueError):
-            seeds = None
-    return _identity(config, seeds)
+def _previous_run(folder: Path) -> tuple[dict, list[int] | None] | None:
+    """(config, seeds) of the run in ``folder``, seeds from its INCOMPLETE marker or summary;
+    None when its config.yaml is missing or unreadable."""
+    try:
+        config = yaml.safe_load((folder / "config.yaml").read_text()) or {}
+        if (folder / INCOMPLETE).is_file():
+            seeds = (yaml.safe_load((folder / INCOMPLETE).read_text()) or {}).get("seeds")
+        else:
+            try:
+                seeds = json.loads((folder / "summary.json").read_text()).get("seeds")
+            except (OSError, ValueError):
+                seeds = None
+        return _identity(config, seeds)
+    except (OSError, ValueError, AttributeError, yaml.YAMLError):
+        return None
 
 
 def _resumable(folder: Path, config: dict, seeds: list[int]) -> dict | None:
@@ -116,31 +126,47 @@ def finished_run(folder: Path, config: dict, seeds: list[int]) -> bool:
             and _previous_run(folder) == _identity(config, seeds))
 
 
-def claim_folder(folder: Path, config: dict, seeds: list[int], overwrite: bool) -> None:
-    """Make ``folder`` an empty folder for this run.
+def _not_own(folder: Path, rel: str) -> ConfigError:
+    """The refusal of ``rel``, a file netsim did not write where netsim writes: never replaced."""
+    return ConfigError("results folder", str(folder), "a folder whose files under netsim's "
+                       "names are netsim's own", f"netsim did not write {rel} (not in "
+                       f"{manifest.MANIFEST}): move or remove it yourself, or choose another "
+                       "output folder or name")
 
-    An empty or new folder is used as it is. A results folder of the same run (same config up
-    to :data:`NOT_IDENTITY`, same seeds), or of a run that stopped before any result, is
-    cleared: the run starts afresh and gives the same numbers. Any other results folder is
-    refused unless ``overwrite`` (then cleared); a non-empty folder without ``config.yaml`` is
-    never cleared.
-    """
-    make_folder(folder.parent, "--out")
-    if folder.exists() and not folder.is_dir():
-        raise ConfigError("results folder", str(folder), "a folder", "it is a file")
-    if not folder.exists() or not any(folder.iterdir()):
-        make_folder(folder, "--out")
-        return
-    if not (folder / "config.yaml").is_file():
+
+def own_entries(folder: Path) -> list[str]:
+    """netsim's own entries of the results folder ``folder`` (netsim.manifest.split); refused
+    (ConfigError) where it holds only files netsim did not write, or one of them where netsim
+    writes (:data:`OWN_NAMES`): netsim never deletes or replaces such a file."""
+    own, foreign = manifest.split(folder)
+    more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+    if foreign and not own:
         raise ConfigError("results folder", str(folder), "an empty folder or a netsim results "
-                          "folder", "it holds other files; choose another --out or name")
-    nothing = {p.name for p in folder.iterdir()} <= {"config.yaml", INCOMPLETE}
+                          "folder", f"it holds {foreign[0]}{more}, which netsim did not write (no "
+                          f"{manifest.MANIFEST} lists them): remove them yourself, or choose "
+                          "another output folder or name")
+    in_way = [rel for rel in foreign if rel.split("/")[0] in OWN_NAMES]
+    if in_way:
+        raise _not_own(folder, in_way[0])
+    return own
+
+
+def claim_folder(folder: Path, config: dict, seeds: list[int], overwrite: bool,
+                 own: list[str]) -> None:
+    """Clear netsim's own entries ``own`` of ``folder`` (:func:`own_entries`) for this run.
+
+    The entries of a run of the same config (up to :data:`NOT_IDENTITY`) and seeds, or of a run
+    that stopped before any result, are removed: the run starts afresh and gives the same
+    numbers. Another run's are refused unless ``overwrite`` (then removed). Files netsim did not
+    write are kept.
+    """
+    nothing = set(own) <= {"config.yaml", INCOMPLETE}
     if not (overwrite or nothing) and _previous_run(folder) != _identity(config, seeds):
         raise ConfigError("results folder", str(folder), "an empty folder or one holding this "
                           "same run (config and seeds)", "it holds another run's results: add "
-                          "--overwrite to replace them, or choose another --out or name")
-    shutil.rmtree(folder)
-    make_folder(folder, "--out")
+                          f"{option('overwrite')} to replace them (netsim's own files only), or "
+                          "choose another output folder or name")
+    manifest.remove(folder, own)
 
 
 def _csv_lines(rows: Iterable[Iterable[Any]]) -> str:
@@ -156,7 +182,7 @@ def _csv_text(columns: Iterable[str], rows: Iterable[Iterable[Any]]) -> str:
 
 
 def _fmt(v: Any) -> Any:
-    if v is None or (isinstance(v, float) and np.isnan(v)):
+    if v is None or (isinstance(v, (float, np.floating)) and np.isnan(v)):
         return ""
     if isinstance(v, (float, np.floating)):
         return f"{float(v):.6g}"
@@ -231,9 +257,18 @@ def links_delivered(arrays: dict[str, np.ndarray]) -> np.ndarray:
     return d
 
 
+def write_own(folder: Path, name: str, data: bytes | str) -> Path:
+    """Write ``folder/name`` atomically as one of netsim's files (in the folder's manifest)."""
+    path = folder / name
+    manifest.record(folder, [path])
+    atomic_write(path, data)
+    return path
+
+
 class ResultsWriter:
     """Accumulates a run's results and writes each file as it grows: atomically, or for the row
-    tables (metrics.csv, network.csv) by appending whole lines."""
+    tables (metrics.csv, network.csv) by appending whole lines. Holds the folder's lock
+    (netsim.folder_lock) until :meth:`close` (a ``with`` block)."""
 
     def __init__(self, root: str | Path, config: dict, seeds: list[int] | None = None,
                  overwrite: bool = False, resume: bool = False):
@@ -242,10 +277,24 @@ class ResultsWriter:
             raise ConfigError("name", config["name"], SAFE_NAME_TEXT)
         self.dir = Path(root) / config["name"]
         self._checked: dict[tuple[str, ...], Path] = {}     # names path() has checked
+        self.lock = FolderLock(open_folder(self.dir, "results folder"))
+        try:
+            self._start(config, seeds, overwrite, resume)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, config: dict, seeds: list[int], overwrite: bool, resume: bool) -> None:
+        """Claim the folder (or resume the run in it), then write INCOMPLETE and config.yaml."""
+        own = own_entries(self.dir)
         #: the checkpoint this run resumes from (``resume`` and one for this same run), or None
         self.resumed = _resumable(self.dir, config, seeds) if resume else None
         if self.resumed is None:
-            claim_folder(self.dir, config, seeds, overwrite)
+            claim_folder(self.dir, config, seeds, overwrite, own)
+        else:   # a stale analysis or figure, or a killed write's temporary file, must not stay
+            manifest.remove(self.dir, [rel for rel in own if rel.split("/")[0] in DERIVED
+                                       or manifest.temporary(rel)])
+        self.own = manifest.recorded(self.dir)        # the names path() need not record again
         self.config = config
         self.metrics: list[tuple] = list(self.resumed["metrics"]) if self.resumed else []
         self.network: list[tuple] = list(self.resumed["network"]) if self.resumed else []
@@ -270,13 +319,30 @@ class ResultsWriter:
             else:
                 self.path(name).unlink(missing_ok=True)
 
+    def close(self) -> None:
+        """Release the folder's lock."""
+        self.lock.release()
+
+    def __enter__(self) -> "ResultsWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def path(self, *parts: str) -> Path:
-        """``DIR/parts...``, refused (ValueError) unless it resolves inside the results folder
-        (checked once per name: the tables are appended to every round)."""
+        """``DIR/parts...``, refused (ValueError) unless it resolves inside the results folder,
+        and (ConfigError) where a file netsim did not write is there; recorded in the folder's
+        manifest (checked once per name: the tables are appended to every round)."""
         if parts not in self._checked:
             path = self.dir.joinpath(*parts)
             if self.dir.resolve() not in path.resolve().parents:
                 raise ValueError(f"{path} resolves outside the results folder {self.dir}")
+            rel = "/".join(parts)
+            if rel not in self.own:
+                if os.path.lexists(path):
+                    raise _not_own(self.dir, rel)
+                manifest.record(self.dir, [path])
+                self.own.add(rel)
             self._checked[parts] = path
         return self._checked[parts]
 

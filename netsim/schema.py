@@ -18,10 +18,12 @@ REQUIRED = object()
 
 _KINDS = ("int", "float", "bool", "str", "name", "list", "dict", "range", "any")
 
-#: a ``name``: becomes a file or folder name, so no separators, no ``..``, not hidden, not empty
-SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*")
-SAFE_NAME_TEXT = ("a name of letters, digits and . _ + - (starting with a letter, digit or _, "
-                  "without '..')")
+#: a ``name``: becomes a file or folder name, so no separators, no ``..``, not hidden, not empty,
+#: and short enough that every file name made from it stays under the file system's 255 bytes
+MAX_NAME = 100
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]{0,%d}" % (MAX_NAME - 1))
+SAFE_NAME_TEXT = (f"a name of at most {MAX_NAME} letters, digits and . _ + - (starting with a "
+                  "letter, digit or _, without '..')")
 
 
 def is_safe_name(value: Any) -> bool:
@@ -59,7 +61,8 @@ class Field:
         if self.choices:
             text = "one of " + ", ".join(map(str, self.choices))
         elif self.kind == "range":
-            text = f"a number or [lo, hi] with lo <= hi{self._bounds()}"
+            each = f", each{self._bounds()}" if self._bounds() else ""
+            text = f"a number or [lo, hi] with lo <= hi{each}"
         elif self.kind == "any":
             text = "any value"
         elif self.kind == "name":
@@ -73,9 +76,11 @@ class Field:
     def _bounds(self) -> str:
         if self.lo is None and self.hi is None:
             return ""
-        lo = "-inf" if self.lo is None else self.lo
-        hi = "inf" if self.hi is None else self.hi
-        return f" in {'(' if self.lo_open else '['}{lo}, {hi}]"
+        if self.hi is None:
+            return f" {'>' if self.lo_open else '>='} {self.lo}"
+        if self.lo is None:
+            return f" <= {self.hi}"
+        return f" in {'(' if self.lo_open else '['}{self.lo}, {self.hi}]"
 
     def check(self, path: str, value: Any) -> Any:
         """Validate and normalise one value; raise ConfigError otherwise."""
@@ -89,7 +94,7 @@ class Field:
             value = _number_text(value)
             if any(isinstance(v, float) and not math.isfinite(v)
                    for v in (value if isinstance(value, (list, tuple)) else [value])):
-                raise ConfigError(path, value, self.allowed(), "not a finite number")
+                raise ConfigError(path, value, self.allowed(), "NaN and infinities are refused")
         if k == "any":
             return value
         if k == "bool":

@@ -6,7 +6,8 @@ run in ``OUT/<sweep>/runs/<id>/`` where ``id`` hashes the run's resolved config.
 local process pool (default) or through submitit (SLURM, or its local/debug executors); finished
 runs are skipped on re-launch, a failed run is recorded with its error and does not stop the
 others. The aggregate is a tidy ``table.csv`` (one row per run), ``cells.csv`` (mean and 95%
-confidence interval over seeds per cell) and robustness curves in ``figures/``.
+confidence interval over seeds per cell) and robustness curves in ``figures/``. One sweep at a
+time writes a sweep folder (netsim.folder_lock).
 
 Each run is exactly ``netsim run OUT/<sweep>/runs/<id>/config.yaml``: same config, same seed,
 same numbers.
@@ -31,11 +32,13 @@ import yaml
 from netsim.analysis.stats import mean_ci
 from netsim.config import Scenario, parse_override, read_yaml
 from netsim.errors import ConfigError
+from netsim.folder_lock import FolderLock
 from netsim.parent_watch import exit_with_parent
 from netsim.pool import pool_context
-from netsim.results import Results, _csv_text, atomic_write, make_folder
+from netsim.results import Results, _csv_text, atomic_write, make_folder, open_folder, write_own
 from netsim.runner import ACCURACY_KEYS
 from netsim.schema import Field, check_section
+from netsim.threads import capped, cores as machine_cores
 
 TABLE_METRICS = ("mean_accuracy", "std_accuracy", "bottom10_accuracy", "client_variance",
                  "improved_over_local", "bytes_sent", "messages_sent", "messages_dropped",
@@ -172,25 +175,45 @@ class Sweep:
 
 
 def run_cell(config: dict, runs_dir: str, threads: int) -> tuple[str, str, str]:
-    """Run one cell (in a worker); returns (id, status, error). Never raises."""
+    """Run one cell (in a worker) and mark it DONE or write its error.txt, holding its folder's
+    lock throughout; returns (id, status, error). Never raises."""
     from netsim.runner import run
 
-    folder = Path(runs_dir) / config["name"]
+    rid, folder = config["name"], Path(runs_dir) / config["name"]
     try:
-        run(Scenario(config), seeds=[config["seed"]], out=runs_dir, quiet=True, threads=threads)
-        atomic_write(folder / DONE, "")
-        return config["name"], "done", ""
-    except Exception as exc:                              # noqa: BLE001 — reported, not lost
-        text = "".join(traceback.format_exception(exc))
-        atomic_write(folder / "error.txt", text)
-        return config["name"], "failed", f"{type(exc).__name__}: {exc}"
+        lock = FolderLock(open_folder(folder, "results folder"))
+    except ConfigError as exc:                  # a symlink, or another process is writing it
+        return rid, "failed", str(exc)
+    with lock:
+        try:
+            run(Scenario(config), seeds=[config["seed"]], out=runs_dir, quiet=True,
+                threads=threads)
+            write_own(folder, DONE, "")
+            return rid, "done", ""
+        except Exception as exc:                          # noqa: BLE001 — reported, not lost
+            write_own(folder, "error.txt", "".join(traceback.format_exception(exc)))
+            return rid, "failed", f"{type(exc).__name__}: {exc}"
+
+
+def pool_size(ex: dict, runs: int) -> tuple[int, int]:
+    """(parallel runs, torch threads of each) for ``runs`` runs of a resolved executor: its
+    ``workers`` (default one per core, at most one per run) and ``threads`` (default the cores
+    split among the workers). On this machine (not submitit) the threads are capped at that
+    share, with a warning: together the runs use at most the cores."""
+    cores = machine_cores()
+    workers = min(ex["workers"] or cores, max(runs, 1))
+    share = max(1, cores // workers)
+    if ex["threads"] is None:
+        return workers, share
+    if ex["name"] == "submitit":
+        return workers, ex["threads"]
+    return workers, capped(ex["threads"], share, "sweep.executor.threads",
+                           f"the {cores} cores of this machine split among {workers} parallel runs")
 
 
 def _execute(todo: list[Cell], runs_dir: Path, ex: dict, out: Path,
              report: Callable[[Cell, str, str], None]) -> None:
-    cores = os.cpu_count() or 1
-    workers = min(ex["workers"] or cores, max(len(todo), 1))
-    threads = ex["threads"] or max(1, cores // workers)
+    workers, threads = pool_size(ex, len(todo))
     by_id = {c.id: c for c in todo}
     if ex["name"] == "serial" or (ex["name"] == "local" and workers == 1):
         for c in todo:
@@ -219,29 +242,35 @@ def _scalar(v: Any) -> Any:
 
 def run_sweep(sweep: Sweep | str | Path, out: str | Path = "results",
               log: Callable[[str], None] = print) -> Path:
-    """Run (or resume) a sweep; write index, table, cells and figures; return its folder."""
+    """Run (or resume) a sweep; write index, table, cells and figures; return its folder. The
+    sweep holds its folder's lock throughout (a second sweep there is refused), each run its own
+    folder's under ``runs/``."""
     if not isinstance(sweep, Sweep):
         sweep = Sweep.load(sweep)
     cells = sweep.cells()
     root = Path(out) / sweep.name
-    runs_dir = make_folder(root / "runs", "--out")
-    status = {c.id: ("done" if (runs_dir / c.id / DONE).is_file() else "pending", "") for c in cells}
-    todo = [c for c in cells if status[c.id][0] != "done"]
-    log(f"sweep {sweep.name}: {len(cells)} runs, {len(cells) - len(todo)} already done, "
-        f"{len(todo)} to run")
-    start = time.perf_counter()
+    with FolderLock(open_folder(root, "sweep folder"), "sweep folder") as lock:
+        if lock.stale:
+            log(f"sweep {sweep.name}: {lock.stale}")
+        runs_dir = make_folder(root / "runs", "--out")
+        status = {c.id: ("done" if (runs_dir / c.id / DONE).is_file() else "pending", "")
+                  for c in cells}
+        todo = [c for c in cells if status[c.id][0] != "done"]
+        log(f"sweep {sweep.name}: {len(cells)} runs, {len(cells) - len(todo)} already done, "
+            f"{len(todo)} to run")
+        start = time.perf_counter()
 
-    def report(cell: Cell, state: str, err: str) -> None:
-        status[cell.id] = (state, err)
+        def report(cell: Cell, state: str, err: str) -> None:
+            status[cell.id] = (state, err)
+            _write_index(root, cells, status)
+            n_done = sum(s == "done" for s, _ in status.values())
+            log(f"[{n_done}/{len(cells)}] {cell.algorithm} seed {cell.seed} "
+                f"{json.dumps(cell.point, default=str)}: {state}" + (f" ({err})" if err else ""))
+
         _write_index(root, cells, status)
-        n_done = sum(s == "done" for s, _ in status.values())
-        log(f"[{n_done}/{len(cells)}] {cell.algorithm} seed {cell.seed} "
-            f"{json.dumps(cell.point, default=str)}: {state}" + (f" ({err})" if err else ""))
-
-    _write_index(root, cells, status)
-    _execute(todo, runs_dir, sweep.spec["executor"], root, report)
-    log(f"sweep {sweep.name}: ran {len(todo)} in {time.perf_counter() - start:.1f} s")
-    aggregate(root, sweep, cells)
+        _execute(todo, runs_dir, sweep.spec["executor"], root, report)
+        log(f"sweep {sweep.name}: ran {len(todo)} in {time.perf_counter() - start:.1f} s")
+        aggregate(root, sweep, cells)
     return root
 
 
@@ -253,10 +282,12 @@ def _write_index(root: Path, cells: list[Cell], status: dict) -> None:
 
 
 def _final_test_accuracy(folder: Path) -> np.ndarray:
-    """Each client's test accuracy at the last evaluation of a one-algorithm, one-seed run."""
+    """Each client's test accuracy at the last evaluation of a one-algorithm, one-seed run (the
+    clients with a score: test samples)."""
     m = Results(folder).metrics
     m = m[m["split"] == "test"]
-    return m[m["round"] == m["round"].max()].sort_values("client")["accuracy"].to_numpy()
+    last = m[m["round"] == m["round"].max()].sort_values("client")
+    return last["accuracy"][last["loss"].notna()].to_numpy()
 
 
 def _improved_over_local(root: Path, done: list[Cell]) -> dict[str, float]:

@@ -75,6 +75,19 @@ def tiny(**over) -> Scenario:
     return scenario(TINY, **over)
 
 
+def fails(capsys, argv: list[str], *expected: str) -> str:
+    """Run the CLI; assert exit code 2 and one line on stderr containing ``expected``."""
+    from netsim.cli import main
+
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("netsim: error: ") and err.count("\n") == 1, err
+    for text in expected:
+        assert text in err, err
+    return err
+
+
 def build(sc: Scenario | dict, over: dict | None = None, index: int = 0, seed: int | None = None):
     """The ``index``-th algorithm of a scenario (with ``over`` applied), built as the runner
     builds it for ``seed`` (default the scenario's), to drive round by round (:func:`play`)."""

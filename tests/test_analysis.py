@@ -19,6 +19,7 @@ from netsim.analysis import (analyze, collab_graph, community_analysis, communit
 from netsim.analysis.folder import client_table
 from netsim.analysis.metrics import degree_distribution
 from netsim.cli import main
+from netsim.errors import ConfigError
 from helpers import tiny
 
 
@@ -212,8 +213,9 @@ def folder(tmp_path_factory):
 
 
 def test_ari_in_the_report_equals_a_recomputation_from_the_saved_W(folder):
-    """DPFL's (and the baselines') ARI: Louvain on the saved final W, symmetrised, against the
-    clusters (label_permutation puts the same contiguous blocks in clusters for every seed)."""
+    """DPFL's (and the baselines') ARI: Louvain (seeded with the run's seed) on the saved final
+    W, symmetrised, against the clusters (label_permutation puts the same contiguous blocks in
+    clusters for every seed); at threshold 0 it is the community ARI of W as learned."""
     report = analyze(folder.dir)
     clients = pd.read_csv(folder.dir / "clients.csv")
     cluster = clients[clients["seed"] == 1]["cluster"].to_numpy()
@@ -231,9 +233,10 @@ def test_ari_in_the_report_equals_a_recomputation_from_the_saved_W(folder):
                                                       + W[j, i] * (W[j, i] > 0)))
             labels = np.zeros(len(W), int)
             for k, part in enumerate(nx.community.louvain_communities(g, weight="weight",
-                                                                      seed=0)):
+                                                                      seed=seed)):
                 labels[list(part)] = k
-            assert report["algorithms"][alg]["per_seed"][seed]["ari"] == pytest.approx(
+            vals = report["algorithms"][alg]["per_seed"][seed]
+            assert vals["ari"] == vals["community_ari"] == pytest.approx(
                 adjusted_rand_score(cluster, labels))
         per = [report["algorithms"][alg]["per_seed"][s]["ari"] for s in (0, 1)]
         assert report["algorithms"][alg]["mean"]["ari"] == pytest.approx(np.mean(per))
@@ -249,8 +252,11 @@ def test_time_to_target_and_costs_match_the_files(folder):
     sgp = report["algorithms"]["sgp"]["per_seed"][1]
     assert sgp["round_to_target"] == first
     assert sgp["time_to_target"] == pytest.approx(curve.loc[first, "sim_time"])
-    assert math.isnan(analyze(folder.dir, target=2.0)["algorithms"]["sgp"]["mean"]
+    unreached = float(curve["accuracy"].max()) + 1e-6                 # never reached: nan
+    assert math.isnan(analyze(folder.dir, target=unreached)["algorithms"]["sgp"]["mean"]
                       ["time_to_target"])
+    with pytest.raises(ConfigError, match=r"^target: got 2.0; allowed: a mean test accuracy"):
+        analyze(folder.dir, target=2.0)
     net = pd.read_csv(folder.dir / "network.csv")
     for alg in ("fedavg", "sgp"):
         rows = net[(net["algorithm"] == alg) & (net["seed"] == 0)]
@@ -339,7 +345,10 @@ def test_analyze_relative_threshold_matches_the_run_summary(tmp_path, capsys):
             s = res.summary["algorithms"][alg]["per_seed"][str(seed)]
             assert vals["precision"] == pytest.approx(s["collab_precision"])
             assert vals["recall"] == pytest.approx(s["collab_recall"])
-    assert report["algorithms"]["oracle"]["mean"]["precision"] == 1.0
+            for key in ("mass_precision", "community_ari"):     # as learned: no threshold
+                assert vals[key] == pytest.approx(s[f"collab_{key}"])
+    oracle = report["algorithms"]["oracle"]["mean"]
+    assert oracle["precision"] == oracle["mass_precision"] == oracle["community_ari"] == 1.0
     assert main(["analyze", str(res.dir), "--threshold", "0.5", "--relative"]) == 0
     assert "threshold 0.5 x the largest off-diagonal weight" in capsys.readouterr().out
 

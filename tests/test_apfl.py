@@ -1,5 +1,5 @@
-"""APFL (ALGORITHMS.md section 5): limits alpha = 1 (Local) and alpha = 0 (FedAvg), the alpha
-gradient, the collaboration rows."""
+"""APFL (docs/specifications/baselines.md#apfl): limits alpha = 1 (Local) and alpha = 0
+(FedAvg), the alpha gradient, the collaboration rows."""
 from __future__ import annotations
 
 import numpy as np

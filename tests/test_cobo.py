@@ -1,5 +1,5 @@
-"""CoBo (ALGORITHMS.md section 1): closed forms of eq. (1)/(2), the quadratic cluster example
-(paper Example 2), pair updates over lossy links, staleness, and the rotated-digits data."""
+"""CoBo (docs/specifications/cobo.md): closed forms of eq. (1)/(2), the quadratic cluster
+example (paper Example 2), pair updates over lossy links, staleness, and the rotated-digits data."""
 from __future__ import annotations
 
 from types import SimpleNamespace

@@ -1,6 +1,6 @@
-"""CoBo's baselines (ALGORITHMS.md section 5): Ditto, IFCA and Federated Clustering against hand
-computations on the quadratic cluster task (full gradients), their collaboration matrices, and
-whole runs over lossy links."""
+"""CoBo's baselines (docs/specifications/baselines.md): Ditto, IFCA and Federated Clustering
+against hand computations on the quadratic cluster task (full gradients), their collaboration
+matrices, and whole runs over lossy links."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""DiPLe (ALGORITHMS.md section 2): bisection, row normalisation, eq. 4, stale copies, runs."""
+"""DiPLe (docs/specifications/diple.md): bisection, row normalisation, eq. 4, stale copies, runs."""
 from __future__ import annotations
 
 import math

@@ -1,6 +1,6 @@
-"""DPFL's Dir(0.1) split (ALGORITHMS.md 3.4 item 10): the per-class Dirichlet of the authors' code
-with its "stop filling clients above len(y) / N" mask, and why dpfl.yaml keeps N = 30 clients on the
-5,000-image MNIST subset (docs/papers/dpfl.md)."""
+"""DPFL's Dir(0.1) split (docs/specifications/dpfl.md#data-splits): the per-class Dirichlet of the
+authors' code with its "stop filling clients above len(y) / N" mask, and why dpfl.yaml keeps
+N = 30 clients on the 5,000-image MNIST subset (docs/papers/dpfl.md)."""
 from __future__ import annotations
 
 import numpy as np

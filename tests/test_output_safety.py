@@ -11,6 +11,7 @@ import yaml
 from netsim import Results, Scenario, run
 from netsim.cli import main
 from netsim.errors import ConfigError
+from netsim.manifest import record
 from netsim.results import INCOMPLETE, ResultsWriter
 
 from helpers import TINY
@@ -28,7 +29,7 @@ def scenario_file(tmp_path):
 @pytest.mark.parametrize("name", [".", "..", "../../escape", "/tmp/abs", "a/b", "a..b",
                                   ".hidden", "a b", "-flag"])
 def test_unsafe_names_and_labels_are_refused(name):
-    with pytest.raises(ConfigError, match=r"^name: .*allowed: a name of letters"):
+    with pytest.raises(ConfigError, match=r"^name: .*allowed: a name of (at most \d+ )?letters"):
         Scenario(SMALL).with_overrides({"name": name}).resolve()
     with pytest.raises(ConfigError, match=r"^algorithms\[0\]\.label: "):
         Scenario(SMALL).with_overrides({"algorithms": [{"name": "local", "label": name}]}).resolve()
@@ -95,11 +96,12 @@ def test_same_run_starts_afresh_and_python_api_overwrites(tmp_path):
     metrics = (first.dir / "metrics.csv").read_text()
     (first.dir / "figures").mkdir()
     (first.dir / "figures" / "stale.png").write_text("old")
+    record(first.dir, [first.dir / "figures" / "stale.png"])       # as if netsim had drawn it
     again = run(Scenario(SMALL), out=tmp_path, quiet=True, threads=2)    # threads: same run
     assert (again.dir / "metrics.csv").read_text() == metrics
     assert not (again.dir / "figures" / "stale.png").exists()
     other = Scenario(SMALL).with_overrides({"train.lr": 0.2})
-    with pytest.raises(ConfigError, match="^results folder: .*--overwrite"):
+    with pytest.raises(ConfigError, match=r"^results folder: .*add overwrite=True to replace"):
         run(other, out=tmp_path, quiet=True)
     assert run(other, out=tmp_path, quiet=True, overwrite=True).config["train"]["lr"] == 0.2
 
@@ -108,7 +110,7 @@ def test_foreign_folder_is_never_cleared(tmp_path):
     (tmp_path / "tiny").mkdir()
     (tmp_path / "tiny" / "notes.txt").write_text("mine")
     for overwrite in (False, True):
-        with pytest.raises(ConfigError, match="it holds other files"):
+        with pytest.raises(ConfigError, match="it holds notes.txt, which netsim did not write"):
             run(Scenario(SMALL), out=tmp_path, quiet=True, overwrite=overwrite)
     assert (tmp_path / "tiny" / "notes.txt").read_text() == "mine"
 

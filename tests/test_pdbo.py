@@ -1,4 +1,4 @@
-"""PDBO-MTL (seed 004): the ensemble model, SGP as inner solver, edge statistics, the outer loop,
+"""PDBO-MTL: the ensemble model, SGP as inner solver, edge statistics, the outer loop,
 its communication accounting, best-validation reporting, Adam and configuration errors."""
 from __future__ import annotations
 

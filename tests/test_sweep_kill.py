@@ -1,4 +1,5 @@
-"""kill -9 of a sweep's parent: its pool workers exit, and the sweep resumes where it stopped."""
+"""kill -9 of a sweep's parent: its pool workers exit, and the sweep resumes where it stopped
+(taking over the lock the killed sweep left)."""
 from __future__ import annotations
 
 import os
@@ -70,6 +71,7 @@ def test_killed_parent_leaves_no_worker_and_relaunch_completes(tmp_path):
     sweep.spec["executor"]["name"] = "serial"
     lines: list[str] = []
     root = run_sweep(sweep, out=out, log=lines.append)
-    assert " already done, " in lines[0] and not lines[0].split(", ")[1].startswith("0 ")
+    assert lines[0].startswith(f"sweep k: took over the lock of {out / 'k'} left by pid {proc.pid} ")
+    assert " already done, " in lines[1] and not lines[1].split(", ")[1].startswith("0 ")
     assert (pd.read_csv(root / "index.csv")["status"] == "done").all()
     assert len(pd.read_csv(root / "table.csv")) == 6

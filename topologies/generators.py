@@ -17,6 +17,7 @@ import numpy as np
 
 from netsim.errors import ConfigError
 from netsim.schema import Field
+from netsim.text_file import read_text
 from topologies import TOPOLOGIES
 
 if TYPE_CHECKING:                    # networkx is imported where a graph is built (0.1 s)
@@ -348,7 +349,7 @@ def _check_file(n: int, path: str, params: dict) -> None:
     suffixes = EDGE_LIST_SUFFIXES + (".graphml",)
     _need(Path(file).suffix.lower() in suffixes, path, "path", file,
           "a file ending in " + ", ".join(suffixes))
-    _need(Path(file).is_file(), path, "path", file, "an existing file (not found)")
+    read_text(file, f"{path}.path", "edge list or GraphML file")
     count = _read_graph(file, undirected).number_of_nodes()
     _need(count == n, path, "path", file,
           f"a graph with n = {n} nodes (the file has {count} nodes)")

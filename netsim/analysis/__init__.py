@@ -1,7 +1,8 @@
 """networkx analyses of collaboration graphs (from W) and realised communication graphs.
 
 Graph measures: ``graphs`` (W as edges, oracle, group shares), ``metrics`` (density,
-reciprocity, spectra, ...), ``communities``, ``temporal`` (stability, joint connectivity),
+reciprocity, spectra, ...), ``communities``, ``recovery`` (mass precision and community ARI of
+W as learned), ``temporal`` (stability, joint connectivity),
 ``stats`` (confidence intervals). A results folder: ``folder`` (its runs and each seed's ground
 truth), ``series`` (accuracy curves, graph metrics per evaluation), ``per_run`` (``analyze``),
 ``table`` (the printed table; ``columns`` defines its rows), ``export`` (analysis.json/csv, GraphML). Robustness tables over
@@ -14,13 +15,15 @@ from netsim.lazy import lazy_getattr
 
 #: submodule -> the names it exports here
 _EXPORTS = {
-    "communities": ("community_analysis", "community_scores", "detect_communities"),
+    "communities": ("adjusted_rand", "community_analysis", "community_scores",
+                    "detect_communities"),
     "export": ("export_graphml", "write_analysis"),
     "graphs": ("collab_graph", "edge_precision_recall", "edges", "group_shares", "link_share",
                "oracle_matrix"),
     "metrics": ("asymmetry", "components", "degree_distribution", "density", "graph_metrics",
                 "in_degree", "mixing_matrix", "out_degree", "reciprocity", "spectral"),
     "per_run": ("analyze",),
+    "recovery": ("community_ari", "mass_precision", "outer_affinity", "recovery_scores"),
     "series": ("graph_series",),
     "stats": ("mean_ci",),
     "table": ("format_table",),

@@ -36,11 +36,21 @@ COLUMNS: dict[str, str] = {
     "nmi": "normalised mutual information of the communities against the clusters",
     "precision": "share of edges that join clients of the same ground-truth cluster",
     "recall": "share of same-cluster pairs that are edges",
+    "mass_precision": "share of each client's weight on the others that stays in its cluster, "
+                      "mean over clients (final W as learned, no threshold, self-weight left "
+                      "out; nan when no client gives weight to others)",
+    "community_ari": "adjusted Rand index against the clusters of the Louvain communities of "
+                     "(W + W^T) / 2 (final W as learned, no threshold, diagonal left out; "
+                     "Louvain seeded with the run's seed)",
     "outer_precision": "outer/ arrays (PDBO-MTL's softmax(lambda_i)): share of the pairs of "
                        "clients whose largest outer weight is on the same learner that are "
                        "same-cluster pairs, at the last outer step",
     "outer_recall": "share of the same-cluster pairs whose largest outer weights are on the same "
                     "learner, at the last outer step",
+    "outer_mass_precision": "mass_precision of the outer weights' affinity W_ij = sum_k "
+                            "pi_ik pi_jk (the chance that i and j draw the same learner), at "
+                            "the last outer step",
+    "outer_community_ari": "community_ari of that affinity, at the last outer step",
     "outer_max_weight": "largest outer weight of a client, mean over clients, at the last outer "
                         "step (1 / K: uniform mixtures; 1: one learner each)",
     "outer_learners": "learners that are some client's largest outer weight, at the last outer "

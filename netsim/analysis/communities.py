@@ -2,13 +2,13 @@
 
 Communities are found on the undirected graph with weight ``W[i, j] + W[j, i]`` over the kept
 edges (a collaboration in either direction ties two clients), by Louvain (default, seeded) or
-Clauset–Newman–Moore greedy modularity, both from networkx.
+Clauset–Newman–Moore greedy modularity, both from networkx. The ARI is computed here (numpy):
+the end of every run scores its communities without loading scikit-learn (NMI only).
 """
 from __future__ import annotations
 
 import networkx as nx
 import numpy as np
-from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
 from netsim.analysis.graphs import edges
 
@@ -44,14 +44,37 @@ def detect_communities(W: np.ndarray, threshold: float = 0.0, method: str = "lou
     return labels
 
 
+def adjusted_rand(truth: np.ndarray, labels: np.ndarray) -> float:
+    """Adjusted Rand index (Hubert & Arabie 1985) from the contingency table ``n_ab``:
+    ``(sum C(n_ab, 2) - E) / ((sum_a C(n_a, 2) + sum_b C(n_b, 2)) / 2 - E)`` with
+    ``E = sum_a C(n_a, 2) sum_b C(n_b, 2) / C(n, 2)``; 1 where the denominator is 0 (both
+    partitions trivial alike), as scikit-learn's ``adjusted_rand_score``."""
+    _, a = np.unique(truth, return_inverse=True)
+    _, b = np.unique(labels, return_inverse=True)
+    table = np.zeros((a.max() + 1, b.max() + 1))
+    np.add.at(table, (a.ravel(), b.ravel()), 1.0)
+    index, rows, cols = _pairs(table), _pairs(table.sum(1)), _pairs(table.sum(0))
+    total = _pairs(np.array([a.size]))
+    expected = rows * cols / total if total else 0.0
+    top = (rows + cols) / 2
+    return 1.0 if top == expected else (index - expected) / (top - expected)
+
+
+def _pairs(counts: np.ndarray) -> float:
+    """``sum C(n, 2)`` over the counts n."""
+    return float((counts * (counts - 1) / 2).sum())
+
+
 def community_scores(labels: np.ndarray, cluster: np.ndarray) -> dict[str, float]:
     """Adjusted Rand index and normalised mutual information of ``labels`` against the
     ground-truth ``cluster`` over the clients that have one (cluster >= 0); nan when none has."""
+    from sklearn.metrics import normalized_mutual_info_score
+
     cluster = np.asarray(cluster)
     known = cluster >= 0
     if not known.any():
         return {"ari": float("nan"), "nmi": float("nan")}
-    return {"ari": float(adjusted_rand_score(cluster[known], labels[known])),
+    return {"ari": adjusted_rand(cluster[known], labels[known]),
             "nmi": float(normalized_mutual_info_score(cluster[known], labels[known]))}
 
 

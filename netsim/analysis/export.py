@@ -1,5 +1,6 @@
 """Writing an analysis into its results folder: ``analysis.json`` (non-finite numbers as null),
-``analysis.csv`` (one row per algorithm and seed) and GraphML files of every run's graphs."""
+``analysis.csv`` (one row per algorithm and seed) and GraphML files of every run's graphs, each
+listed in the folder's manifest (netsim.manifest) as one of netsim's files."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,8 @@ import pandas as pd
 
 from netsim.analysis.folder import as_results, client_table, has_arrays, runs
 from netsim.analysis.graphs import collab_graph, largest_off_diagonal
-from netsim.results import Results, atomic_write
+from netsim.manifest import record
+from netsim.results import Results, write_own
 
 
 def to_frame(analysis: dict) -> pd.DataFrame:
@@ -34,10 +36,8 @@ def _json_safe(x):
 def write_analysis(results: Results | str | Path, analysis: dict) -> list[Path]:
     """``analysis.json`` (non-finite numbers as null) and ``analysis.csv`` in the folder."""
     res = as_results(results)
-    paths = [res.dir / "analysis.json", res.dir / "analysis.csv"]
-    atomic_write(paths[0], json.dumps(_json_safe(analysis), indent=2))
-    atomic_write(paths[1], to_frame(analysis).to_csv(index=False))
-    return paths
+    return [write_own(res.dir, "analysis.json", json.dumps(_json_safe(analysis), indent=2)),
+            write_own(res.dir, "analysis.csv", to_frame(analysis).to_csv(index=False))]
 
 
 def export_graphml(results: Results | str | Path, threshold: float = 0.0,
@@ -64,6 +64,7 @@ def export_graphml(results: Results | str | Path, threshold: float = 0.0,
             for i in g.nodes:
                 g.nodes[i].update(cluster=int(cluster[i]), group=str(group[i]))
             path = out / f"{alg}_seed{seed}_{kind}.graphml"
+            record(res.dir, [path])                       # when ``out`` is in the folder
             nx.write_graphml(g, path)
             paths.append(path)
     return paths

@@ -1,7 +1,8 @@
 """Collaboration graphs from W: edges, the oracle block matrix and how W compares with it.
 
-Convention (DESIGN.md): row i of W holds the weights client i gives to the others, so the
-collaboration graph has an edge ``j -> i`` wherever ``W[i, j] > threshold`` (``i != j``).
+Convention (docs/results_format.md): row i of W holds the weights client i gives to the
+others, so the collaboration graph has an edge ``j -> i`` wherever ``W[i, j] > threshold``
+(``i != j``).
 """
 from __future__ import annotations
 

@@ -18,8 +18,10 @@ from netsim.analysis.folder import as_results, client_table, has_arrays, runs
 from netsim.analysis.graphs import (edge_precision_recall, edges, group_shares, outer_analysis,
                                     relative)
 from netsim.analysis.metrics import degree_distribution, graph_metrics
+from netsim.analysis.recovery import outer_affinity, recovery_scores
 from netsim.analysis.series import accuracy_curves, time_to_target
 from netsim.analysis.temporal import link_metrics, stabilisation_round, stability
+from netsim.errors import ConfigError
 from netsim.results import Results
 
 
@@ -64,7 +66,9 @@ def analyze_run(res: Results, algorithm: str, seed: int, threshold: float = 0.0,
                 curves: pd.DataFrame | None = None, relative_to_max: bool = False) -> dict:
     """All analyses of one (algorithm, seed) run; ``degrees`` holds the final in/out-degree
     histograms. ``relative_to_max``: the threshold is a fraction of each collaboration matrix's
-    largest off-diagonal weight (``netsim analyze --relative``)."""
+    largest off-diagonal weight (``netsim analyze --relative``). Louvain is seeded with the run's
+    seed; ``mass_precision`` and ``community_ari`` (and their ``outer_`` forms on the mixture's
+    ``pi pi^T``) take the final matrix as learned, whatever the threshold."""
     cluster, group = client_table(res, seed)
     curves = accuracy_curves(res) if curves is None else curves
     curve = curves[(curves["algorithm"] == algorithm) & (curves["seed"] == seed)]
@@ -76,10 +80,14 @@ def analyze_run(res: Results, algorithm: str, seed: int, threshold: float = 0.0,
     if has_arrays(res, "collab", algorithm, seed):
         c = res.arrays("collab", algorithm, seed)
         W = relative(c["W"]) if relative_to_max else c["W"]
-        out.update(collab_analysis(W, c["rounds"], cluster, group, threshold, tol, method))
+        out.update(collab_analysis(W, c["rounds"], cluster, group, threshold, tol, method, seed))
+        out.update(recovery_scores(c["W"][-1], cluster, seed))
         out["degrees"] = degree_distribution(edges(W[-1], threshold))
     if has_arrays(res, "outer", algorithm, seed):
-        out.update(outer_analysis(res.arrays("outer", algorithm, seed)["weights"], cluster))
+        weights = res.arrays("outer", algorithm, seed)["weights"]
+        out.update(outer_analysis(weights, cluster))
+        out.update({f"outer_{k}": v for k, v in
+                    recovery_scores(outer_affinity(weights[-1]), cluster, seed).items()})
     if has_arrays(res, "links", algorithm, seed):
         out.update(link_metrics(res.arrays("links", algorithm, seed)["delivered"]))
     out.update(cost(res, algorithm, seed, len(cluster)))
@@ -89,11 +97,14 @@ def analyze_run(res: Results, algorithm: str, seed: int, threshold: float = 0.0,
 def analyze(results: Results | str | Path, threshold: float = 0.0, target: float | None = None,
             tol: float = 0.9, method: str = "louvain", relative_to_max: bool = False) -> dict:
     """Analyse every (algorithm, seed) of a results folder; per algorithm ``mean`` and ``std``
-    over seeds of every scalar, ``per_seed`` values and ``target_reached`` (share of seeds).
-    ``relative_to_max``: an edge of a collaboration matrix is a weight above ``threshold`` times
-    its largest off-diagonal weight (threshold 0.5: the cluster recovery of the run table)."""
+    over seeds of every scalar, ``per_seed`` values and ``target_reached`` (share of seeds; an
+    accuracy ``target`` above 1 is refused). ``relative_to_max``: an edge of a collaboration
+    matrix is a weight above ``threshold`` times its largest off-diagonal weight (threshold
+    0.5: the cluster recovery of the run table)."""
     res = as_results(results)
     curves = accuracy_curves(res)
+    if target is not None and curves.attrs["value"] == "accuracy" and not 0 <= target <= 1:
+        raise ConfigError("target", target, "a mean test accuracy in [0, 1]")
     out: dict = {"results": str(res.dir), "threshold": threshold,
                  "relative": relative_to_max, "target": target,
                  "stability_tol": tol, "community_method": method, "algorithms": {}}

@@ -15,8 +15,9 @@ from netsim.results import Results
 
 
 def _worst_mean(values: pd.Series, share: float, higher_is_worse: bool) -> float:
-    """Mean of the worst ``share`` of the values (at least one), as ``summary.json``'s bottom10."""
-    v = np.sort(values.to_numpy(float))
+    """Mean of the worst ``share`` of the values (at least one), as ``summary.json``'s bottom10
+    (clients without a score, NaN, left out)."""
+    v = np.sort(values.dropna().to_numpy(float))
     k = max(1, math.ceil(share * v.size))
     return float((v[-k:] if higher_is_worse else v[:k]).mean())
 

@@ -9,6 +9,8 @@ asks for it (``netsim.data.augment``).
 """
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,6 +52,12 @@ def validate_data(section: dict | None, n_clients: int) -> dict:
         raise ConfigError("data.test_fraction", out["test_fraction"],
                           f"a float in [0, {1 - out['val_fraction']:g}) so that "
                           "val_fraction + test_fraction < 1")
+    cap, share = out["max_samples_per_client"], out["test_fraction"]
+    if cap is not None and share > 0 and int(share * cap) == 0:
+        least = math.ceil(1 / share)
+        least += int(share * least) == 0                      # 1 / share rounded down
+        raise ConfigError("data.max_samples_per_client", cap, f"at least {least}, so that "
+                          f"test_fraction {share:g} leaves a client a test sample")
     if isinstance(n_clients, bool) or not isinstance(n_clients, int) or n_clients < 1:
         raise ConfigError("clients", n_clients, "an int >= 1")
     out["dataset"] = DATASETS.resolve(out["dataset"], "data.dataset")
@@ -62,6 +70,21 @@ def validate_data(section: dict | None, n_clients: int) -> dict:
                           f"{{}} for dataset {out['dataset']['name']} (augmentation needs image "
                           "inputs [C, H, W])")
     return out
+
+
+def check_test_samples(data: ClientData, test_fraction: float) -> None:
+    """Refuse (ConfigError) clients' data where no client has a test sample: nothing could be
+    scored; warn (one line) where some have none: they are left out of the test means."""
+    n_test = data.n["test"].cpu().numpy()
+    if not n_test.any():
+        raise ConfigError("data.test_fraction", test_fraction, "a share that leaves some client "
+                          "a test sample", "no client has one: give more samples per client "
+                          "or a larger test_fraction")
+    empty = int((n_test == 0).sum())
+    if empty:
+        warnings.warn(f"{empty} of {len(n_test)} clients have no test sample (data.test_fraction "
+                      f"{test_fraction:g} of too few samples): they are left out of the test "
+                      "means", RuntimeWarning, stacklevel=2)
 
 
 def client_splits(indices: list[np.ndarray], val_fraction: float, test_fraction: float,

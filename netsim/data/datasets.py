@@ -67,11 +67,20 @@ class DatasetInfo:
     """What validation needs to know about a dataset spec without loading it.
 
     ``image``: inputs are images ``[C, H, W]`` (so image augmentation applies).
+    ``size``: of a generated dataset, (the parameter that sets its size, bytes of its samples:
+    :func:`generated_size`), checked against the free memory before it is generated.
     """
 
     task: str
     num_classes: int
     image: bool = False
+    size: tuple[str, int] | None = None
+
+
+def generated_size(param: str, samples: int, values: int) -> tuple[str, int]:
+    """:attr:`DatasetInfo.size` of ``samples`` samples of ``values`` float32 inputs and targets
+    each (and an int64 label): the final arrays, a lower bound of what generating them takes."""
+    return param, samples * (4 * values + 8)
 
 
 _INFO: dict[str, Callable[[dict], DatasetInfo]] = {}
@@ -102,6 +111,11 @@ def load_dataset(spec: dict | str, rng: np.random.Generator, path: str = "data.d
     the loaders that read files and is ignored by the others."""
     spec = DATASETS.resolve(spec, path)
     load = DATASETS.get(spec["name"], f"{path}.name").obj
+    size = dataset_info(spec).size
+    if size is not None:
+        from netsim import memory
+        memory.require(size[1], "cpu", f"{path}.{size[0]}", spec[size[0]],
+                       f"a {spec['name']} dataset")
     params = {k: v for k, v in spec.items() if k != "name"}
     if spec["name"] in _FILES:
         params["root"] = root
@@ -182,7 +196,8 @@ _DIM = Field("int", 10, "input (or parameter) dimension", lo=1)
     "dim": _DIM,
     "classes": Field("int", 4, "number of classes", lo=2),
     "separation": Field("float", 3.0, "norm of every class mean (noise has unit variance)", lo=0.0),
-}, lambda spec: DatasetInfo("classification", spec["classes"]))
+}, lambda spec: DatasetInfo("classification", spec["classes"], size=generated_size(
+        "n_samples", spec["n_samples"], spec["dim"])))
 def gaussian_mixture(rng: np.random.Generator, n_samples: int, dim: int, classes: int,
                      separation: float) -> RawDataset:
     """Balanced classes, x ~ N(mu_y, I) with class means mu_c = separation * (uniform unit vector)."""
@@ -202,7 +217,8 @@ def _n_clusters(sample_cluster: np.ndarray) -> int:
     "n_samples": _N_SAMPLES,
     "dim": _DIM,
     "noise": Field("float", 0.1, "standard deviation of the target noise", lo=0.0),
-}, lambda spec: DatasetInfo("regression", 1))
+}, lambda spec: DatasetInfo("regression", 1, size=generated_size(
+        "n_samples", spec["n_samples"], spec["dim"] + 1)))
 def clustered_linear_regression(rng: np.random.Generator, n_samples: int, dim: int,
                                 noise: float) -> RawDataset:
     """Clustered linear regression: x ~ N(0, I_d); a client of cluster k has y = x.w_k + noise*N(0, 1).
@@ -227,7 +243,8 @@ def clustered_linear_regression(rng: np.random.Generator, n_samples: int, dim: i
     "spread": Field("float", 1.0, "centres mu_k ~ N(0, spread^2 I)", lo=0.0),
     "curvature": Field("range", 1.0, "a_i: a number, or [lo, hi] drawn U[lo, hi] per client",
                        lo=0.0, lo_open=True),
-}, lambda spec: DatasetInfo("regression", spec["dim"]))
+}, lambda spec: DatasetInfo("regression", spec["dim"], size=generated_size(
+        "n_samples", spec["n_samples"], spec["dim"] + 1)))
 def cobo_quadratic(rng: np.random.Generator, n_samples: int, dim: int, sigma: float,
                    spread: float, curvature: float | list[float]) -> RawDataset:
     """CoBo (Hashemi et al., NeurIPS 2024) Example 2: f_i(x) = a_i/2 ||x - mu_k||^2 for i in cluster k.

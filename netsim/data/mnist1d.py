@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from netsim.data.datasets import DatasetInfo, RawDataset, dataset
+from netsim.data.datasets import DatasetInfo, RawDataset, dataset, generated_size
 from netsim.errors import ConfigError
 from netsim.schema import Field
 
@@ -141,7 +141,8 @@ def mnist1d_arrays(samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 @dataset("mnist1d", {
     "samples": Field("int", 40000, "number of signals generated (before each client's val/test "
                      "split); the default gives 100 clients 400 each", lo=MIN_SAMPLES),
-}, lambda spec: DatasetInfo("classification", CLASSES))
+}, lambda spec: DatasetInfo("classification", CLASSES,
+                            size=generated_size("samples", spec["samples"], LENGTH)))
 def mnist1d(rng: np.random.Generator, samples: int) -> RawDataset:
     """MNIST-1D (Greydanus 2020): 40-point 1-D digit signals (1, 40), 10 classes, generated.
 

@@ -2,7 +2,7 @@
 ``PARTITIONS`` on import).
 
 ``pachinko``: the two-stage Pachinko allocation of CIFAR-100 (Reddi et al. 2021, "Adaptive
-Federated Optimization", App. C.1; used by FedEM and PDBO, seed 004 Sec. 6).
+Federated Optimization", App. C.1; used by FedEM and PDBO, Terashita & Hara Sec. 6).
 
 The other splits of the papers are options of the generic partitions:
 DPFL Dir(0.1) = ``dirichlet {alpha: 0.1, min_size: 20}``; DPFL Patho(3) = ``pathological

@@ -13,10 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsim.data.datasets import DatasetInfo, RawDataset, dataset, load_dataset
+from netsim.data.datasets import DatasetInfo, RawDataset, dataset, generated_size, load_dataset
 from netsim.data.partitions import PARTITIONS, Partition, _SIZES, _cluster_ids, _iid
 from netsim.errors import ConfigError
 from netsim.schema import Field
+
+
+#: (images, pixels per image) of each base dataset
+BASES = {"digits": (1797, 64), "mnist": (5000, 784)}
 
 
 @dataclass
@@ -39,7 +43,8 @@ def rotate_images(x: np.ndarray, degrees: float) -> np.ndarray:
     "base": Field("str", "digits", "bundled image dataset to rotate", choices=("digits", "mnist")),
     "angles": Field("list", [0.0, 15.0, 90.0, 180.0], "rotation of each cluster, in degrees",
                     item="float"),
-}, lambda spec: DatasetInfo("classification", 10, image=True))
+}, lambda spec: DatasetInfo("classification", 10, image=True, size=generated_size(
+        "angles", BASES[spec["base"]][0] * len(spec["angles"]), BASES[spec["base"]][1])))
 def rotated(rng: np.random.Generator, base: str, angles: list[float]) -> RotatedDataset:
     """Every image of ``base`` once per angle in ``angles`` (used with the ``rotations`` partition)."""
     if not angles:

@@ -125,6 +125,31 @@ def _cinic(root: Path, per_class: int, rng: np.random.Generator) -> None:
 
 
 STANDINS = ("cifar10", "cifar100", "mnist_files", "emnist", "femnist", "shakespeare", "cinic10")
+#: bytes of one sample while a stand-in is written (its array; LEAF's FEMNIST images as JSON
+#: lists of Python floats; CINIC-10 writes one image at a time): a lower bound
+SAMPLE_BYTES = {"cifar10": 3072, "cifar100": 3072, "mnist_files": 784, "emnist": 784,
+                "femnist": 784 * 32, "shakespeare": SEQ_LEN + 1, "cinic10": 0}
+_CLASSES = {"cifar10": 10, "cifar100": 100, "mnist_files": 10, "cinic10": 10}
+
+
+def check_standin(dataset: str, samples_per_class: int, writers: int, split: str) -> None:
+    """Refuse (ConfigError, named as ``netsim standin``'s options) an unknown dataset or EMNIST
+    split, counts below 1, and a stand-in whose samples do not fit in the free memory."""
+    from netsim import memory
+    from netsim.schema import Field
+
+    if dataset not in STANDINS:
+        raise ConfigError("dataset", dataset, ", ".join(STANDINS))
+    Field("str", choices=tuple(EMNIST_CLASSES)).check("--split", split)
+    for key, value in (("--samples", samples_per_class), ("--writers", writers)):
+        Field("int", lo=1).check(key, value)
+    if dataset in ("femnist", "shakespeare"):
+        samples = writers * (samples_per_class + 2)          # train samples and 2 test each
+    else:
+        classes = EMNIST_CLASSES[split] if dataset == "emnist" else _CLASSES[dataset]
+        samples = classes * samples_per_class
+    memory.require(samples * SAMPLE_BYTES[dataset], "cpu", "--samples", samples_per_class,
+                   f"a {dataset} stand-in")
 
 
 def write_standin(dataset: str, root: str | Path, samples_per_class: int = 4, writers: int = 8,
@@ -133,8 +158,10 @@ def write_standin(dataset: str, root: str | Path, samples_per_class: int = 4, wr
 
     Image datasets get ``samples_per_class`` samples of every class (train and test files
     together; CINIC-10 a third of that per split); LEAF datasets get ``writers`` users with
-    ``samples_per_class`` training samples each. ``split``: the EMNIST split to write.
+    ``samples_per_class`` training samples each. ``split``: the EMNIST split to write. Checked
+    first (:func:`check_standin`).
     """
+    check_standin(dataset, samples_per_class, writers, split)
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
@@ -150,10 +177,8 @@ def write_standin(dataset: str, root: str | Path, samples_per_class: int = 4, wr
         _leaf(root, writers, samples_per_class, rng, _femnist_sample)
     elif dataset == "shakespeare":
         _leaf(root, writers, samples_per_class, rng, _shakespeare_sample)
-    elif dataset == "cinic10":
-        _cinic(root, samples_per_class, rng)
     else:
-        raise ValueError(f"no stand-in for dataset {dataset!r}; allowed: {', '.join(STANDINS)}")
+        _cinic(root, samples_per_class, rng)
     (root / MARKER).write_text(yaml.safe_dump({"dataset": dataset, "samples": samples_per_class,
                                                "writers": writers}))
     return root

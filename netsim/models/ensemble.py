@@ -1,6 +1,6 @@
 """PDBO-MTL's personal predictor: a softmax(lambda_i)-weighted mixture of K base learners.
 
-Agent i predicts ``p_i(y | x) = sum_k softmax(lambda_i)_k softmax(h_k(x; theta_k))_y`` (seed 004,
+Agent i predicts ``p_i(y | x) = sum_k softmax(lambda_i)_k softmax(h_k(x; theta_k))_y`` (PDBO,
 Sec. 5 and App. A.2: FedEM cast as PDBO). The K learners ``theta_1..theta_K`` (same architecture)
 are the inner, consensus parameters; ``lambda_i`` (K logits) is agent i's personal outer
 parameter. ``forward`` returns ``log p_i(y | x)``: since these log-probabilities already

@@ -1,4 +1,4 @@
-"""The character LSTM of the Shakespeare next-character task (LEAF; FedEM; PDBO, seed 004 Sec. 6):
+"""The character LSTM of the Shakespeare next-character task (LEAF; FedEM; PDBO Sec. 6):
 an embedding of the V-symbol alphabet into ``embed`` dimensions, a 2-layer LSTM of width
 ``hidden`` and a linear layer from the last time step's hidden state to the V next-character
 logits. Inputs are token ids ``[T]`` stored as floats; V = the dataset's number of classes

@@ -12,6 +12,7 @@ Section ``network.failures``::
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -91,7 +92,17 @@ def validate_failures(spec: Any, path: str, n: int) -> dict:
         out["churn"] = check_section(f"{path}.churn", out["churn"], CHURN_FIELDS)
     if out["crash"] is not None:
         out["crash"] = check_section(f"{path}.crash", out["crash"], CRASH_FIELDS)
+    if all_crash_at_start(out, n):
+        warnings.warn(f"{path}.crash: every client crashes at t = 0, so nothing is trained or "
+                      "sent: every result is that of the initial models", RuntimeWarning,
+                      stacklevel=2)
     return out
+
+
+def all_crash_at_start(spec: dict, n: int) -> bool:
+    """Whether a validated ``network.failures`` crashes all ``n`` clients at t = 0."""
+    crash = spec["crash"]
+    return crash is not None and crash["at"] == 0 and int(round(crash["share"] * n)) == n
 
 
 def _interval(item: dict) -> tuple[float, float]:

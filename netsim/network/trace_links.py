@@ -25,6 +25,7 @@ from netsim.errors import ConfigError
 from netsim.network.edges import Edges
 from netsim.network.links import LINKS, LinkModel
 from netsim.schema import Field
+from netsim.text_file import read_text
 
 COLUMNS = ("src", "dst", "start", "end")
 
@@ -32,12 +33,10 @@ COLUMNS = ("src", "dst", "start", "end")
 def read_link_trace(file: str | Path, n: int, field: str = "network.links.path") -> np.ndarray:
     """The up intervals of a trace file as a float array [K, 4] (src, dst, start, end); a
     ConfigError naming ``field``, the file and the first bad line otherwise."""
-    path = Path(file)
-    if not path.is_file():
-        raise ConfigError(field, str(file), "an existing CSV file (not found)")
     allowed = (f"a CSV file with the header {','.join(COLUMNS)}, one up interval per row, "
                f"nodes in [0, {n - 1}], start < end")
-    lines = [(k, text.strip()) for k, text in enumerate(path.read_text().splitlines(), 1)
+    lines = [(k, text.strip())
+             for k, text in enumerate(read_text(file, field, "CSV file").splitlines(), 1)
              if text.strip() and not text.lstrip().startswith("#")]
     if not lines or tuple(c.strip() for c in lines[0][1].split(",")) != COLUMNS:
         where = lines[0][0] if lines else 1

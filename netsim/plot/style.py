@@ -15,6 +15,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
+from netsim.manifest import record_figures
+
 # Okabe & Ito (2008): distinguishable under the common colour-vision deficiencies
 # (yellow last: the weakest on white)
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000",
@@ -115,11 +117,13 @@ def freeze_layout(fig: Figure) -> Bbox | None:
 
 def save(fig: Figure, path: str | Path, pdf: bool = False) -> list[Path]:
     """Write ``path`` (PNG) and, with ``pdf``, the same figure as vector PDF next to it: laid out
-    once (:func:`freeze_layout`), the PNG drawn once."""
+    once (:func:`freeze_layout`), the PNG drawn once. In a results folder's ``figures/`` both
+    are netsim's own files (netsim.manifest.record_figures)."""
     path = Path(path)
+    paths = [path, path.with_suffix(".pdf")] if pdf else [path]
     path.parent.mkdir(parents=True, exist_ok=True)
+    record_figures(paths)
     fig.savefig(path, bbox_inches=freeze_layout(fig))
-    if not pdf:
-        return [path]
-    fig.savefig(path.with_suffix(".pdf"))     # its own tight box: PDF text is a little wider
-    return [path, path.with_suffix(".pdf")]
+    if pdf:
+        fig.savefig(paths[1])                 # its own tight box: PDF text is a little wider
+    return paths

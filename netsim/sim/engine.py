@@ -1,7 +1,7 @@
 """The discrete-event network engine: one ``simpy.Environment`` per run, played phase by phase.
 
 Algorithms are vectorised rounds; each computation or communication phase of a round is played
-here as SimPy events and returns plain arrays (DESIGN.md, "The three layers"):
+here as SimPy events and returns plain arrays (docs/architecture.md, "The layers"):
 
 - :meth:`Simulator.compute` — every node's local work lasts what the compute model draws; a node
   that crashes before finishing does not finish; an optional deadline ends the phase early.

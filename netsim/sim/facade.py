@@ -1,7 +1,7 @@
 """The engine as an algorithm sees it: clients 0..N-1, never the server's slot.
 
-An algorithm talks to the simulated network only through :class:`Network` (DESIGN.md, "The
-three layers"): it plays compute phases and exchanges, asks for the base graph's edges and the
+An algorithm talks to the simulated network only through :class:`Network` (docs/architecture.md,
+"The layers"): it plays compute phases and exchanges, asks for the base graph's edges and the
 expected link statistics, and may set its peer budget. Every ``[N, N]`` array is receiver-major
 (``delivered[i, j]``: the message from j reached i) and every array is over the N clients; the
 server of a star (``server=True``, node N of the engine) is reached only through

@@ -1,7 +1,7 @@
 """Receiver policies and communication budgets: their schemas and validation.
 
 A receiver policy says how long a receiver waits in an exchange phase and what it does with
-messages that come late (DESIGN.md, "The three layers"):
+messages that come late (docs/architecture.md, "The layers"):
 
 - ``wait_all``: wait until every expected message has arrived, or ``timeout`` simulated seconds
   after the phase started (null = wait for every message that can still arrive);
