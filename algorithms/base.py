@@ -20,12 +20,12 @@ from netsim.data import ClientData
 from netsim.models import BatchedModel
 from netsim.rng import Streams
 from netsim.params import make_params
-from netsim.results import LinksLog
 from netsim.runtime import ClientBank
 from netsim.runtime.sgd import Train
 from netsim.runtime.pushsum import GraphCheck, check_graph
 from netsim.sim.engine import ExchangeResult, step_time_from_flops
 from netsim.sim.facade import Network
+from netsim.sim.links_log import LinksLog
 from netsim.sim.policy import Policy
 from netsim.schema import Field
 
@@ -51,7 +51,7 @@ class Algorithm:
     override ``collaboration``.
     """
 
-    #: the run table's group (netsim.runner.TABLE_GROUPS): baselines, federated, clustered,
+    #: the run table's group (netsim.summary.TABLE_GROUPS): baselines, federated, clustered,
     #: decentralised, learned graph, learned weights, or other
     group: ClassVar[str] = "other"
 

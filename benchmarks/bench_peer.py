@@ -49,7 +49,8 @@ import torch
 import torch.nn.functional as F
 
 from netsim import Scenario, run
-from netsim.loop import Callback, build_algorithm
+from netsim.callbacks import Callback
+from netsim.loop import build_algorithm
 from netsim.threads import use_threads
 
 CLIENTS, LR, BATCH = 100, 0.05, 32

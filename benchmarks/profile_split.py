@@ -37,11 +37,10 @@ STRONG = {"setup", "I/O"}
 #: (path prefix, function name or None for any, category): the first match decides; paths are
 #: relative to the repository, or to site-packages for simpy and torch
 RULES = (
-    ("netsim/runner.py", "on_eval", "evaluation"),
+    ("netsim/recorder.py", "on_eval", "evaluation"),
     ("netsim/runtime/bank.py", "evaluate", "evaluation"),
     ("netsim/runtime/bank.py", "mix", "algorithm"),
-    ("netsim/runner.py", "save", "I/O"),                  # the checkpoint
-    ("netsim/runner.py", "finish", "I/O"),                # the run's arrays
+    ("netsim/recorder.py", "finish", "I/O"),              # the run's arrays
     ("netsim/data/client_data.py", "build_client_data", "setup"),
     ("netsim/models/__init__.py", "build_model", "setup"),
     ("netsim/loop.py", "make_algorithm", "setup"),

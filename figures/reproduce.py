@@ -31,7 +31,7 @@ from netsim.analysis.series import accuracy_curves, graph_series
 from netsim.analysis.stats import mean_ci
 from netsim.plot import legend_names, plot_accuracy, plot_series
 from netsim.results import INCOMPLETE
-from netsim.runner import LEARNED_GROUPS, table_group
+from netsim.summary import LEARNED_GROUPS, table_group
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "papers" / "reproduction.md"

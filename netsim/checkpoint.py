@@ -10,7 +10,8 @@ BatchNorm statistics), its own state (W, mailboxes, push-sum weights, lambda, EM
 random generators and its engine (clock, mailbox of newest copies, pending late messages,
 budgets, link processes), and the recorder's. What the run rebuilds identically from its config and seed — the clients' data,
 the model, the typed parameters — is not stored (pickle persistent ids). Deleted when the run
-finishes unless ``outputs.keep_checkpoints``.
+finishes unless ``outputs.keep_checkpoints``. A resumed run's ``ResultsWriter`` reads it back
+(netsim.results); :class:`RunCheckpoint` writes it and hands the interrupted run its state.
 """
 from __future__ import annotations
 
@@ -18,13 +19,15 @@ import copyreg
 import io
 import pickle
 import time
-from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from netsim.loop import Callback
-from netsim.results import CHECKPOINT
+from netsim.callbacks import Callback
+from netsim.results import CHECKPOINT, ResultsWriter
+
+if TYPE_CHECKING:
+    from netsim.recorder import Recorder
 
 #: with ``outputs.checkpoint_every: null``, the least wall time between two mid-run checkpoints
 #: (a run of a few seconds writes none: a checkpoint can cost a third of its round)
@@ -71,15 +74,6 @@ def load_algorithm(alg, blob: bytes) -> None:
     alg.__dict__.update(Unpickler(io.BytesIO(blob)).load())
 
 
-def load(folder: Path) -> dict | None:
-    """The checkpoint of a results folder, or None."""
-    path = Path(folder) / CHECKPOINT
-    if not path.is_file():
-        return None
-    with path.open("rb") as fh:
-        return pickle.load(fh)
-
-
 class Checkpointer(Callback):
     """Writes the checkpoint every ``every`` rounds of a run (not after its last round: the run
     then finishes and the runner writes one), skipping those due less than ``min_seconds`` of
@@ -99,3 +93,52 @@ class Checkpointer(Callback):
             self.write({**self.state(), "current": {**self.current(), "round": done,
                                                     "algorithm": dump_algorithm(alg)}})
             self.last = time.monotonic()
+
+
+class RunCheckpoint:
+    """The checkpoints of one run writing through ``writer``: the finished (algorithm, seed)
+    runs' results (``per_run``: label -> seed -> entry) with the rows written so far, and mid-run
+    the running one's state. A resumed run (``writer.resumed``) starts from its checkpoint:
+    ``current`` is then the interrupted (algorithm, seed) run, until :meth:`resume` takes it."""
+
+    def __init__(self, writer: ResultsWriter, cfg: dict):
+        resumed = writer.resumed or {"per_run": {a["label"]: {} for a in cfg["algorithms"]},
+                                     "current": None}
+        self.writer = writer
+        self.per_run: dict[str, dict[int, dict]] = resumed["per_run"]
+        self.current: dict | None = resumed["current"]
+        every = cfg["outputs"]["checkpoint_every"]
+        self.rounds = cfg["schedule"]["rounds"]
+        self.every = every or max(1, self.rounds // 4)
+        self.min_seconds = CHECKPOINT_SECONDS if every is None else 0.0
+
+    def state(self) -> dict:
+        """The run-level part of a checkpoint: rows written and finished runs."""
+        return {"metrics": self.writer.metrics, "network": self.writer.network,
+                "per_run": self.per_run, "current": None}
+
+    def save(self, state: dict | None = None) -> None:
+        """Write ``state`` (default: the run-level part, between two runs) as the checkpoint."""
+        state = self.state() if state is None else state
+        self.writer.write(CHECKPOINT, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def resume(self, label: str, seed: int, alg, rec: Recorder) -> int:
+        """The round the run (label, seed) starts from: 0, or where the interrupted run's
+        checkpoint was taken, with its state put into ``alg`` and ``rec``."""
+        cur = self.current
+        if cur is None or (cur["label"], cur["seed"]) != (label, seed):
+            return 0
+        load_algorithm(alg, cur["algorithm"])
+        rec.restore(cur["recorder"])
+        self.current = None
+        return cur["round"]
+
+    def callback(self, label: str, seed: int, rec: Recorder) -> Checkpointer:
+        """The callback writing the checkpoints of the run (label, seed)."""
+        return Checkpointer(self.save, self.state,
+                            lambda: {"label": label, "seed": seed, "recorder": rec.state()},
+                            self.every, self.rounds, self.min_seconds)
+
+    def remove(self) -> None:
+        """Delete the checkpoint (the run finished)."""
+        self.writer.path(CHECKPOINT).unlink(missing_ok=True)

@@ -68,6 +68,7 @@ def cmd_validate(args) -> int:
     import yaml
 
     from netsim import memory
+    from netsim.free_memory import human
     from netsim.runtime import resolve_device
 
     cfg = _scenario(args).resolve()
@@ -77,7 +78,7 @@ def cmd_validate(args) -> int:
     if args.show:
         print(yaml.safe_dump(cfg, sort_keys=False))
     print(f"{args.scenario or DEFAULT_SCENARIO}: valid ({len(cfg['algorithms'])} algorithms, "
-          f"{cfg['clients']} clients, at least {memory.human(need)} of memory)")
+          f"{cfg['clients']} clients, at least {human(need)} of memory)")
     return 0
 
 

@@ -1,15 +1,8 @@
 """The run loop of one (algorithm, seed) run: rounds, and callbacks for everything else.
 
-An algorithm implements ``round(t)``; this loop plays the schedule and tells the callbacks what
-happened. Recording (metrics, network rows, arrays), progress and the divergence check are
-callbacks (:class:`Callback`); so is anything a user adds (``netsim.run(..., callbacks=...)``)::
-
-    on_start(alg)           before round 0
-    on_eval(alg, r)         evaluation due after r rounds (r = 0: the initial models)
-    on_step(alg, row)       an accounting step of the engine closed (a network.csv row)
-    on_round(alg, t)        round t (0-based) done; raise Diverged to stop the run
-    on_round_end(alg, t)    round t and its evaluation done (checkpoints)
-    on_end(alg)             after the last round
+An algorithm implements ``round(t)``; this loop plays the schedule and tells the callbacks
+(netsim.callbacks: the hooks, and ``Diverged`` that stops a run) what happened. Beside it: the
+divergence check (:class:`HealthCheck`) and the building of an algorithm as a run builds it.
 """
 from __future__ import annotations
 
@@ -17,33 +10,7 @@ from typing import Any, Sequence
 
 import torch
 
-
-class Diverged(Exception):
-    """An algorithm's state became non-finite: ``round``, ``client`` and ``what`` say where."""
-
-    def __init__(self, round: int, client: int, what: str):
-        super().__init__(f"diverged at round {round}: client {client}'s {what}")
-        self.round, self.client, self.what = round, client, what
-
-    def record(self, seed: int) -> dict:
-        """The summary.json entry of this divergence."""
-        return {"seed": seed, "round": self.round, "client": self.client, "what": self.what}
-
-
-class Callback:
-    """Hooks of :func:`run_loop`; each does nothing unless overridden."""
-
-    def on_start(self, alg) -> None: ...
-
-    def on_eval(self, alg, rnd: int) -> None: ...
-
-    def on_step(self, alg, row: dict) -> None: ...
-
-    def on_round(self, alg, t: int) -> None: ...
-
-    def on_round_end(self, alg, t: int) -> None: ...
-
-    def on_end(self, alg) -> None: ...
+from netsim.callbacks import Callback, Diverged
 
 
 def run_loop(alg, rounds: int, eval_every: int, callbacks: Sequence[Callback],

@@ -17,17 +17,14 @@ before anything is allocated, and ``run`` again, with the model, once the data i
   files; ``run`` checks once the data is loaded, so it is already out of the free memory).
 
 It is a lower bound of the need, so a refusal is certain to be right (the Python process with
-torch imported, about 0.3 GB, comes on top). Free memory: MemAvailable of ``/proc/meminfo``
-(Linux; elsewhere the CPU check is skipped) or ``torch.cuda.mem_get_info``. :func:`require`
-refuses other needs the same way: a generated dataset before it is generated
-(``netsim.data.datasets.DatasetInfo.size``), a stand-in before it is written.
+torch imported, about 0.3 GB, comes on top). The free memory and the refusal:
+netsim.free_memory, which refuses other needs the same way.
 """
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-from netsim.errors import ConfigError
+from netsim.free_memory import human, require
 from netsim.rng import Streams
 
 #: measured at the peak of building the engine and playing rounds on sparse random graphs of
@@ -35,15 +32,6 @@ from netsim.rng import Streams
 #: here, as the estimate is a lower bound of the need
 ENGINE_BYTES_PER_EDGE = 200
 BANK_COPIES = 3
-
-
-def human(nbytes: float) -> str:
-    """``1.5 GB``-style size (powers of 1000)."""
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if nbytes < 1000 or unit == "TB":
-            return f"{nbytes:.1f} {unit}" if unit != "B" else f"{int(nbytes)} B"
-        nbytes /= 1000
-    raise AssertionError
 
 
 #: Directed edges of the base graphs on n nodes (expected for the random ones) by topology; the
@@ -88,30 +76,6 @@ def estimate(cfg: dict, n_params: int | None = None, data_bytes: int = 0) -> dic
     if data_bytes:
         parts["client data"] = data_bytes
     return parts
-
-
-def available(device) -> tuple[int | None, str]:
-    """(free bytes or None when unknown, where that number comes from) on ``device``."""
-    if getattr(device, "type", str(device)) == "cuda":
-        import torch
-        free, _ = torch.cuda.mem_get_info(device)
-        return int(free), f"free on {device}"
-    meminfo = Path("/proc/meminfo")
-    if not meminfo.is_file():
-        return None, "unknown"
-    for line in meminfo.read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) * 1024, "available on the CPU (MemAvailable)"
-    return None, "unknown"
-
-
-def require(need: int, device, field: str, value, what: str, detail: str = "") -> None:
-    """Refuse (ConfigError on ``field``, naming ``value``) ``what`` (e.g. ``a scenario``) when its
-    ``need`` of bytes exceeds the free memory of ``device``; ``detail`` follows the total."""
-    free, source = available(device)
-    if free is not None and need > free:
-        raise ConfigError(field, value, f"{what} that fits in the {human(free)} {source}",
-                          f"it needs at least {human(need)}" + (f": {detail}" if detail else ""))
 
 
 def check(cfg: dict, device, n_params: int | None = None, data_bytes: int = 0) -> dict[str, int]:

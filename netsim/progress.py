@@ -107,3 +107,20 @@ class Progress:
         if self.tty:
             self.stream.write("\r\x1b[K")
         print(text, file=self.stream, flush=True)
+
+
+class NoProgress:
+    """The progress of a run that shows none (``quiet``, or ``outputs.progress: false``): a
+    :meth:`note` still goes to stderr, every other call does nothing."""
+
+    def start(self, label: str, seed: int) -> None: ...
+
+    def advance(self) -> None: ...
+
+    def skip(self) -> None: ...
+
+    def note(self, text: str) -> None:
+        """A line on stderr."""
+        print(text, file=sys.stderr, flush=True)
+
+    def close(self) -> None: ...

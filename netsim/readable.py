@@ -23,6 +23,16 @@ def _header(path: Path) -> str | None:
         return None
 
 
+def _readable(header: str | None, columns: tuple[str, ...]) -> bool:
+    """``header`` is netsim's: today's ``columns``, or (a folder from an earlier netsim) the same
+    leading key columns and a subset of today's metric columns, in today's order."""
+    if header is None:
+        return False
+    fields = header.split(",")
+    return fields == list(columns) or (fields[:4] == list(columns[:4]) and
+                                       [c for c in columns if c in fields] == fields)
+
+
 def check_results(path: str | Path) -> Path:
     """``path`` as a results folder whose config.yaml and tables can be read; a ConfigError on
     ``results`` naming what is wrong otherwise."""
@@ -36,7 +46,7 @@ def check_results(path: str | Path) -> Path:
                               "no results yet: the run stopped before its first round; finish "
                               "it with the same `netsim run` command and --resume")
         header = _header(folder / name)
-        if header != ",".join(columns):
+        if not _readable(header, columns):
             raise ConfigError("results", str(folder / name), "the table netsim writes, with "
                               f"the header {','.join(columns)}", "it is not UTF-8 text"
                               if header is None else f"its first line is {header!r}")

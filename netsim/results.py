@@ -19,6 +19,7 @@ import csv
 import io
 import json
 import os
+import pickle
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -30,10 +31,13 @@ from netsim.atomic import atomic_write
 from netsim.errors import ConfigError, option
 from netsim.folder_lock import FolderLock
 from netsim.schema import SAFE_NAME_TEXT, is_safe_name
+from netsim.sim.accounting import METRIC_NAMES
+from netsim.sim.links_log import links_delivered
 
 METRIC_COLUMNS = ("algorithm", "seed", "round", "sim_time", "client", "split", "accuracy", "loss")
-NETWORK_COLUMNS = ("algorithm", "seed", "round", "sim_time", "bytes_sent", "messages_sent",
-                   "messages_delivered", "messages_dropped", "mean_latency", "max_staleness")
+#: the run and the engine's accounting step, then a column per network metric
+#: (netsim.sim.accounting: declared there, counted by the engine)
+NETWORK_COLUMNS = ("algorithm", "seed", "round", "sim_time", *METRIC_NAMES)
 CLIENT_COLUMNS = ("seed", "client", "cluster", "n_train", "n_val", "n_test", "group")
 #: marker file of a run that has not finished (interrupted, or still running)
 INCOMPLETE = "INCOMPLETE"
@@ -51,9 +55,6 @@ OWN_NAMES = ("config.yaml", INCOMPLETE, "metrics.csv", "network.csv", "clients.c
 DERIVED = ("analysis.json", "analysis.csv", "graphs", "figures")
 #: keys of a resolved config that do not change a run's results
 NOT_IDENTITY = ("outputs", "threads")
-#: most clients whose ``links/`` arrays are written dense (``delivered`` [R, N, N]); above, as
-#: edge lists (:meth:`LinksLog.arrays`)
-LINKS_DENSE_MAX = 256
 
 
 def make_folder(path: str | Path, field: str) -> Path:
@@ -108,14 +109,15 @@ def _resumable(folder: Path, config: dict, seeds: list[int]) -> dict | None:
     """The checkpoint of ``folder`` when it holds an unfinished run of this same config and
     seeds; None when there is nothing to resume (no folder, no checkpoint: the run starts
     afresh); ConfigError when the folder holds another run."""
-    from netsim.checkpoint import load
-
     if not (folder / "config.yaml").is_file():
         return None
     if _previous_run(folder) != _identity(config, seeds):
         raise ConfigError("--resume", str(folder), "a results folder of this same run (config "
                           "and seeds)", "it holds another run's results")
-    return load(folder)
+    if not (folder / CHECKPOINT).is_file():
+        return None
+    with (folder / CHECKPOINT).open("rb") as fh:               # written by netsim.checkpoint
+        return pickle.load(fh)
 
 
 def finished_run(folder: Path, config: dict, seeds: list[int]) -> bool:
@@ -187,74 +189,6 @@ def _fmt(v: Any) -> Any:
     if isinstance(v, (float, np.floating)):
         return f"{float(v):.6g}"
     return v
-
-
-class LinksLog:
-    """The realised communication graph of every round (``delivered`` [N, N], receiver-major),
-    kept compact: a round where under 1/32 of the pairs delivered as its edges (flat indices
-    ``i * N + j``), any other as the packed bits of its matrix. ``log[r]`` is round r's matrix."""
-
-    def __init__(self, n: int):
-        self.n = n
-        self.stored: list[np.ndarray] = []               # per round: edges or bits
-        self._index = np.int32 if n * n < 2 ** 31 else np.int64
-
-    def __len__(self) -> int:
-        return len(self.stored)
-
-    def append(self, delivered: np.ndarray) -> None:
-        """Record the next round's ``delivered`` [N, N] (bool)."""
-        self.append_flat(np.flatnonzero(np.asarray(delivered, bool)))
-
-    def append_flat(self, flat: np.ndarray) -> None:
-        """Record the next round from the sorted flat indices ``dst * N + src`` of its delivered
-        pairs: as those indices when under 1/32 of the pairs, else as packed bits (no ``[N, N]``
-        matrix is built in the first case)."""
-        if 32 * flat.size < self.n * self.n:
-            self.stored.append(np.asarray(flat).astype(self._index))
-            return
-        d = np.zeros(self.n * self.n, bool)
-        d[flat] = True
-        self.stored.append(np.packbits(d))
-
-    def __getitem__(self, r: int) -> np.ndarray:
-        stored = self.stored[r]
-        if stored.dtype == np.uint8:                             # packed bits
-            return np.unpackbits(stored, count=self.n * self.n).reshape(self.n, self.n) > 0
-        d = np.zeros(self.n * self.n, bool)
-        d[stored] = True
-        return d.reshape(self.n, self.n)
-
-    def _edges(self, r: int) -> np.ndarray:
-        stored = self.stored[r]
-        return np.flatnonzero(self[r]) if stored.dtype == np.uint8 else stored
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The ``links/`` arrays: ``delivered`` [R, N, N] and ``rounds`` [R] up to
-        :data:`LINKS_DENSE_MAX` clients; above, edge lists: ``rounds`` [R], ``n``, ``offsets``
-        [R + 1] and ``receiver``, ``sender`` [M] (round r's edges are
-        ``offsets[r]:offsets[r + 1]``)."""
-        rounds = np.arange(len(self))
-        if self.n <= LINKS_DENSE_MAX:
-            return {"delivered": np.stack([self[r] for r in rounds]), "rounds": rounds}
-        edges = [self._edges(r) for r in rounds]
-        flat = np.concatenate(edges).astype(np.int64)
-        return {"rounds": rounds, "n": np.int64(self.n),
-                "offsets": np.concatenate([[0], np.cumsum([e.size for e in edges])]),
-                "receiver": (flat // self.n).astype(np.int32),
-                "sender": (flat % self.n).astype(np.int32)}
-
-
-def links_delivered(arrays: dict[str, np.ndarray]) -> np.ndarray:
-    """``delivered`` [R, N, N] of ``links/`` arrays, dense or as edge lists
-    (:meth:`LinksLog.arrays`)."""
-    if "delivered" in arrays:
-        return arrays["delivered"]
-    n, offsets = int(arrays["n"]), arrays["offsets"]
-    d = np.zeros((len(arrays["rounds"]), n, n), bool)
-    d[np.repeat(np.arange(len(offsets) - 1), np.diff(offsets)), arrays["receiver"],
-      arrays["sender"]] = True
-    return d
 
 
 def write_own(folder: Path, name: str, data: bytes | str) -> Path:
@@ -450,7 +384,8 @@ class Results:
 
     def arrays(self, kind: str, algorithm: str, seed: int) -> dict[str, np.ndarray]:
         """Arrays of ``collab`` or ``links`` for one algorithm and seed; ``links`` stored as edge
-        lists (above :data:`LINKS_DENSE_MAX` clients) get their dense ``delivered`` too."""
+        lists (above ``netsim.sim.links_log.LINKS_DENSE_MAX`` clients) get their dense
+        ``delivered`` too."""
         with np.load(self.dir / kind / f"{algorithm}_seed{seed}.npz") as z:
             arrays = {k: z[k] for k in z.files}
         if kind == "links":

@@ -36,13 +36,15 @@ from netsim.folder_lock import FolderLock
 from netsim.parent_watch import exit_with_parent
 from netsim.pool import pool_context
 from netsim.results import Results, _csv_text, atomic_write, make_folder, open_folder, write_own
-from netsim.runner import ACCURACY_KEYS
 from netsim.schema import Field, check_section
+from netsim.sim.accounting import METRIC_NAMES
+from netsim.summary import ACCURACY_KEYS
+from netsim.sweep_table import panel_name
 from netsim.threads import capped, cores as machine_cores
 
-TABLE_METRICS = ("mean_accuracy", "std_accuracy", "bottom10_accuracy", "client_variance",
-                 "improved_over_local", "bytes_sent", "messages_sent", "messages_dropped",
-                 "sim_time", "wall_time")
+#: the summary.json values of a run in table.csv and cells.csv: its accuracy statistics, the
+#: total of every network metric (netsim.sim.accounting) and its times
+TABLE_METRICS = (*ACCURACY_KEYS, *METRIC_NAMES, "sim_time", "wall_time")
 
 SWEEP_FIELDS = {
     "name": Field("name", None, "sweep name (default: the file name)", nullable=True),
@@ -321,10 +323,8 @@ def aggregate(root: Path, sweep: Sweep, cells: list[Cell]):
         atomic_write(root / "table.csv", "")
         return table
     others = [k for k in sweep.spec["grid"] if k != sweep.x]
-    table["panel"] = ""
-    for k in others:
-        table["panel"] += (" " if len(others) > 1 else "") + k.rsplit(".", 1)[-1] + "=" \
-            + table[k].astype(str)
+    table["panel"] = [panel_name(dict(zip(others, values)))
+                      for values in table[others].itertuples(index=False)]
     atomic_write(root / "table.csv", table.to_csv(index=False))
     keys = [k for k in table.columns if k not in ("id", "seed", "diverged", *TABLE_METRICS)]
     out = []
@@ -348,7 +348,10 @@ def aggregate(root: Path, sweep: Sweep, cells: list[Cell]):
             curve = pd.DataFrame({sweep.x: cells_df["x"], "algorithm": cells_df["algorithm"],
                                   "panel": cells_df["panel"], "diverged": cells_df["diverged"],
                                   "mean": cells_df[m], "ci_low": cells_df[f"{m}_ci_low"],
-                                  "ci_high": cells_df[f"{m}_ci_high"]})
+                                  "ci_high": cells_df[f"{m}_ci_high"],
+                                  "n_seeds": cells_df["n_seeds"]})
             plot_robustness(curve, sweep.x, m, root / "figures" / f"robustness_{m}.png", pdf=True,
-                            panel="panel" if others else None)
+                            panel="panel" if others else None,
+                            registered={c.algorithm: c.config["algorithms"][0]["name"]
+                                        for c in done})
     return table

@@ -1,12 +1,36 @@
 """Robustness tables from plain results folders: :func:`robustness_table` gathers several
 folders that differ in one scenario value into the table :func:`netsim.plot.plot_robustness`
-draws (a sweep writes its own, ``cells.csv``, in :mod:`netsim.sweep`)."""
+draws (a sweep writes its own, ``cells.csv``, in :mod:`netsim.sweep`); the names of swept
+parameters in axis labels and panel titles (:func:`param_label`, :func:`panel_name`)."""
 from __future__ import annotations
 
 import pandas as pd
 
 from netsim.analysis.stats import mean_ci
 from netsim.results import Results
+
+
+#: names of the swept parameters of scenarios/robustness_*.yaml (others: the dotted path)
+PARAM_LABELS = {
+    "network.links.p": "link probability p",
+    "network.links.mean_down": "mean link outage [s]",
+    "network.loss.p": "message loss p",
+    "network.failures.crash.share": "share of nodes crashed",
+    "network.compute.stragglers.share": "share of stragglers",
+    "network.latency.base": "base latency [s]",
+    "network.budget.peers_per_round": "peers per round",
+    "network.failures.scripted.0.t1": "partition heals at [s]",
+}
+
+
+def param_label(path: str) -> str:
+    """The name of a swept parameter (dotted path): :data:`PARAM_LABELS`, else the path."""
+    return PARAM_LABELS.get(path, path)
+
+
+def panel_name(point: dict) -> str:
+    """A panel's title from the values of its parameters, e.g. ``message loss p = 0.2``."""
+    return ", ".join(f"{param_label(k)} = {v}" for k, v in point.items())
 
 
 def config_value(config: dict, path: str):

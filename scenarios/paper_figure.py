@@ -1,6 +1,7 @@
 """A multi-panel figure for a paper from two results folders, in netsim's style: (a) and (b)
 mean test accuracy vs rounds of each folder with one shared legend (an algorithm has the same
-look in both), (c) the last collaboration matrix of one algorithm of the first folder.
+look in both; 95% bands where an algorithm has 3 seeds or more), (c) the last collaboration
+matrix of one algorithm of the first folder; a caption sidecar FILE.txt says so.
 
     python scenarios/paper_figure.py [FOLDER_A FOLDER_B] [--algorithm diple] [--out FILE]
 
@@ -19,6 +20,7 @@ import netsim
 from netsim.analysis.folder import client_table
 from netsim.analysis.series import accuracy_curves
 from netsim.plot import draw_accuracy, legend_names
+from netsim.plot.caption import Caption, seed_counts
 from netsim.plot.matrices import draw_collaboration
 from netsim.plot.style import PAGE, new_figure, save, styled
 
@@ -45,7 +47,14 @@ def paper_figure(a: netsim.Results, b: netsim.Results, algorithm: str, path: Pat
     fig.colorbar(im, ax=axes[2], shrink=0.8, label="weight $W_{ij}$")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(labels))
-    return save(fig, path.with_suffix(".png"), pdf=True)
+    what = (f"(a), (b): mean test accuracy over clients [%] vs round of {a.config['name']} and "
+            f"{b.config['name']}, the mean over seeds; (c): the collaboration matrix W of "
+            f"{algorithm} in {a.config['name']} at its last evaluation (seed {seed}), clients "
+            "sorted by cluster, diagonal masked")
+    seeds = "; ".join(f"{res.config['name']}: " + seed_counts(
+        {alg: len(s["seeds"]) for alg, s in res.summary["algorithms"].items()})
+        for res in (a, b))
+    return save(fig, path.with_suffix(".png"), pdf=True, caption=Caption(what, seeds))
 
 
 def main(argv: list[str] | None = None) -> list[Path]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from netsim import memory
+from netsim import free_memory, memory
 from netsim.cli import main
 from netsim.config import Scenario
 from netsim.errors import ConfigError
@@ -104,7 +104,7 @@ def test_memory_estimate_refuses_what_cannot_fit(files, tmp_path, capsys, monkey
     small = {"engine and links log (edge lists)": edges * 200 + 2 * 64 // 8,
              "algorithms' N x N arrays": 64 * 4 * 3, "collaboration matrices": 64 * 4 * 3}
     assert parts == {**small, "client banks": 3 * 4 * 8 * 1000, "client data": 5}
-    monkeypatch.setattr(memory, "available", lambda device: (100_000, "free here"))
+    monkeypatch.setattr(free_memory, "available", lambda device: (100_000, "free here"))
     with pytest.raises(ConfigError, match=r"fits in the 100.0 kB free here .*at least 100.8 kB"):
         memory.check(cfg, "cpu", n_params=1000, data_bytes=5)
     assert memory.check(cfg, "cpu", n_params=100) == {**small, "client banks": 9600}

@@ -18,7 +18,7 @@ import torch
 import yaml
 
 import netsim.threads as nt
-from netsim import Scenario, memory, run
+from netsim import Scenario, free_memory, run
 from netsim.cli import main
 from netsim.errors import MAX_LINE, ConfigError
 from netsim.results import ResultsWriter
@@ -167,7 +167,7 @@ def test_bad_paths_and_empty_out(scen, tmp_path, capsys):
 
 
 def test_memory_is_estimated_before_data_is_made(scen, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(memory, "available", lambda device: (10_000_000, "free here"))
+    monkeypatch.setattr(free_memory, "available", lambda device: (10_000_000, "free here"))
     fails(capsys, ["standin", "cifar10", str(tmp_path / "c"), "--samples", "1000"], "--samples: "
           "got 1000", "cifar10 stand-in that fits in the 10.0 MB free here", "at least 30.7 MB")
     fails(capsys, ["standin", "femnist", str(tmp_path / "f"), "--samples", "100"], "--samples")

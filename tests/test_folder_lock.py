@@ -19,7 +19,7 @@ from netsim import Results, Scenario, run
 from netsim.cli import main
 from netsim.errors import ConfigError
 from netsim.folder_lock import LOCK, FolderLock
-from netsim.loop import Callback
+from netsim.callbacks import Callback
 from netsim.manifest import MANIFEST, recorded
 
 from helpers import TINY
@@ -32,7 +32,7 @@ GATED = """
 import sys, time
 from pathlib import Path
 from netsim import run
-from netsim.loop import Callback
+from netsim.callbacks import Callback
 
 class Gate(Callback):
     def on_round(self, alg, t):

@@ -116,9 +116,9 @@ def test_foreign_folder_is_never_cleared(tmp_path):
 
 
 def test_interrupted_run_is_marked_and_analyze_figures_warn(tmp_path, monkeypatch, capsys):
-    from netsim import runner
+    from netsim.recorder import Recorder
 
-    finish = runner.Recorder.finish
+    finish = Recorder.finish
     calls = []
 
     def dies_on_second(self, alg):
@@ -126,7 +126,7 @@ def test_interrupted_run_is_marked_and_analyze_figures_warn(tmp_path, monkeypatc
         if len(calls) == 2:
             raise KeyboardInterrupt
         finish(self, alg)
-    monkeypatch.setattr(runner.Recorder, "finish", dies_on_second)
+    monkeypatch.setattr(Recorder, "finish", dies_on_second)
     with pytest.raises(KeyboardInterrupt):
         run(Scenario(SMALL), out=tmp_path, quiet=True)
     folder = tmp_path / "tiny"
@@ -137,5 +137,5 @@ def test_interrupted_run_is_marked_and_analyze_figures_warn(tmp_path, monkeypatc
     assert "incomplete run" in capsys.readouterr().err
     assert main(["figures", str(folder), "--only", "accuracy"]) == 0
     assert "incomplete run" in capsys.readouterr().err
-    monkeypatch.setattr(runner.Recorder, "finish", finish)
+    monkeypatch.setattr(Recorder, "finish", finish)
     assert not run(Scenario(SMALL), out=tmp_path, quiet=True).incomplete   # the same run again

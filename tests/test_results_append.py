@@ -10,8 +10,8 @@ import pytest
 from test_resume import TINY, Crash, CrashAt, files, summary
 
 from netsim import Scenario, run
-from netsim.results import (LINKS_DENSE_MAX, METRIC_COLUMNS, NETWORK_COLUMNS, LinksLog, Results,
-                            ResultsWriter, _csv_text, links_delivered)
+from netsim.results import METRIC_COLUMNS, NETWORK_COLUMNS, Results, ResultsWriter, _csv_text
+from netsim.sim.links_log import LINKS_DENSE_MAX, LinksLog, links_delivered
 
 SHORT = {"schedule.rounds": 4, "algorithms": ["sgp", "fedavg"], "outputs.checkpoint_every": 1}
 
@@ -28,13 +28,13 @@ def test_appended_tables_equal_a_whole_file(tmp_path):
 def test_writer_creates_then_appends(tmp_path):
     cfg = Scenario(TINY).resolve()
     writer = ResultsWriter(tmp_path, cfg, [0])
-    rows = [("sgp", 0, r, 0.5 * r, 10, 2, 2, 0, float("nan"), None) for r in range(3)]
+    rows = [("sgp", 0, r, 0.5 * r, 10, 2, 2, 0, 0, float("nan"), None) for r in range(3)]
     writer.add_network(rows[:1])
     path = writer.dir / "network.csv"
-    assert path.read_text() == _csv_text(NETWORK_COLUMNS, [("sgp", 0, 0, 0, 10, 2, 2, 0, "", "")])
+    assert path.read_text() == _csv_text(NETWORK_COLUMNS, [("sgp", 0, 0, 0, 10, 2, 2, 0, 0, "", "")])
     writer.add_network(rows[1:])
     lines = path.read_text().splitlines()
-    assert len(lines) == 4 and lines[-1] == "sgp,0,2,1,10,2,2,0,,"
+    assert len(lines) == 4 and lines[-1] == "sgp,0,2,1,10,2,2,0,0,,"
     assert not (writer.dir / "metrics.csv").exists()                 # created at its first rows
 
 

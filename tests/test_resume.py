@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from netsim import Scenario, run
-from netsim.loop import Callback
+from netsim.callbacks import Callback
 
 TINY = {
     "name": "resume", "seed": 0, "clients": 6,

@@ -10,14 +10,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netsim.registry import Registry
+from topologies.generators import CHECKS, TOPOLOGIES, exponential_peer
 
 if TYPE_CHECKING:
     import networkx as nx
-
-TOPOLOGIES = Registry("topology")
-
-from topologies.generators import CHECKS, exponential_peer  # noqa: E402  (registers generators)
 
 
 def validate_topology(spec: object, path: str, n: int) -> dict:

@@ -1,4 +1,4 @@
-"""Topology generators registered in :data:`topologies.TOPOLOGIES`.
+"""Topology generators and their registry, :data:`TOPOLOGIES` (``topologies.TOPOLOGIES``).
 
 Each ``fn(n, rng, **params)`` returns an ``nx.DiGraph`` on nodes ``0..n-1`` without self loops;
 undirected families return ``nx.DiGraph(G)`` (both directions). Randomised networkx generators
@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Callable, Mapping
 import numpy as np
 
 from netsim.errors import ConfigError
+from netsim.registry import Registry
 from netsim.schema import Field
 from netsim.text_file import read_text
-from topologies import TOPOLOGIES
 
 if TYPE_CHECKING:                    # networkx is imported where a graph is built (0.1 s)
     import networkx as nx
 
+TOPOLOGIES = Registry("topology")
 PATH = "network.topology"
 EDGE_LIST_SUFFIXES = (".txt", ".csv", ".edges")
 CHECKS: dict[str, Callable[..., None]] = {}

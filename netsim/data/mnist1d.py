@@ -113,7 +113,7 @@ def _read(path: Path, samples: int) -> tuple[np.ndarray, np.ndarray] | None:
 
 def _write(path: Path, x: np.ndarray, y: np.ndarray) -> None:
     """Cache the arrays atomically; a cache that cannot be written is only a warning."""
-    from netsim.results import atomic_write
+    from netsim.atomic import atomic_write
 
     buf = io.BytesIO()
     np.savez(buf, x=x, y=y)

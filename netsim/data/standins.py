@@ -135,7 +135,7 @@ _CLASSES = {"cifar10": 10, "cifar100": 100, "mnist_files": 10, "cinic10": 10}
 def check_standin(dataset: str, samples_per_class: int, writers: int, split: str) -> None:
     """Refuse (ConfigError, named as ``netsim standin``'s options) an unknown dataset or EMNIST
     split, counts below 1, and a stand-in whose samples do not fit in the free memory."""
-    from netsim import memory
+    from netsim.free_memory import require
     from netsim.schema import Field
 
     if dataset not in STANDINS:
@@ -148,8 +148,8 @@ def check_standin(dataset: str, samples_per_class: int, writers: int, split: str
     else:
         classes = EMNIST_CLASSES[split] if dataset == "emnist" else _CLASSES[dataset]
         samples = classes * samples_per_class
-    memory.require(samples * SAMPLE_BYTES[dataset], "cpu", "--samples", samples_per_class,
-                   f"a {dataset} stand-in")
+    require(samples * SAMPLE_BYTES[dataset], "cpu", "--samples", samples_per_class,
+            f"a {dataset} stand-in")
 
 
 def write_standin(dataset: str, root: str | Path, samples_per_class: int = 4, writers: int = 8,

@@ -2,7 +2,8 @@
 
 Kinds written by :func:`write_run_figures` (``netsim figures RESULTS --only KIND``):
 
-- ``accuracy``: accuracy vs rounds, vs simulated time and vs bytes sent, 95% CI bands over seeds
+- ``accuracy``: accuracy vs rounds, vs simulated time and vs bytes sent (log axes where they
+  span more than two decades), 95% CI bands over seeds
 - ``collab``: collaboration matrices at up to four evaluations, diagonal masked, and the oracle
 - ``graph``: the final collaboration graph drawn with networkx (``netsim.plot.digraph``)
 - ``scatter``: mean accuracy vs variance across clients, one point per algorithm
@@ -13,7 +14,9 @@ Kinds written by :func:`write_run_figures` (``netsim figures RESULTS --only KIND
   communicated peer to peer)
 - ``partition``: training samples per class and client
 
-(``collab``, ``graph`` and ``timeline``: each algorithm's first seed.)
+(``collab``, ``graph`` and ``timeline``: each algorithm's first seed.) Beyond 8 algorithms the
+accuracy, scatter, asymmetry and groups figures have a panel per group of the run table
+(netsim.plot.panels); every figure has a caption sidecar ``NAME.txt`` (netsim.plot.caption).
 
 ``plot_robustness`` (a metric vs a network parameter over several runs) draws from a sweep's
 table instead of one folder.
@@ -60,6 +63,11 @@ def _first_seeds(res: Results, kind: str) -> list[tuple[str, int]]:
     return list(out.items())
 
 
+def _registered(res: Results) -> dict[str, str]:
+    """Each algorithm label of a folder -> its registered name (its group in the run table)."""
+    return {a["label"]: a["name"] for a in res.config.get("algorithms", [])}
+
+
 def legend_names(res: Results) -> dict[str, str]:
     """Legend label per algorithm: ``name (diverged)`` for one with a diverged seed."""
     summary = res.summary["algorithms"] if (res.dir / "summary.json").is_file() else {}
@@ -70,7 +78,8 @@ def _accuracy(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
     curves, order, names = accuracy_curves(res), _order(res), legend_names(res)
     out = []
     for x, name in (("round", "rounds"), ("sim_time", "time"), ("bytes", "bytes")):
-        out += plot_accuracy(curves, fig_dir / f"accuracy_vs_{name}.png", x, pdf, order, names)
+        out += plot_accuracy(curves, fig_dir / f"accuracy_vs_{name}.png", x, pdf, order, names,
+                             _registered(res))
     return out
 
 
@@ -111,7 +120,7 @@ def _graph(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
 
 def _scatter(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
     return plot_scatter(final_client_stats(res.metrics), fig_dir / "accuracy_vs_variance.png",
-                        pdf, _order(res))
+                        pdf, _order(res), _registered(res))
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,7 +134,8 @@ def _asymmetry(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
     series = _graph_series(res)
     if not series:
         return []
-    return plot_series(series, ["asymmetry", "sparsity"], fig_dir / "asymmetry_sparsity.png", pdf)
+    return plot_series(series, ["asymmetry", "sparsity"], fig_dir / "asymmetry_sparsity.png", pdf,
+                       _registered(res))
 
 
 def _groups(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
@@ -134,7 +144,7 @@ def _groups(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
                    if c.startswith("share_") and len(set(c[6:].split("_uses_"))) == 2})
     if not cols:
         return []
-    return plot_series(series, cols, fig_dir / "group_shares.png", pdf)
+    return plot_series(series, cols, fig_dir / "group_shares.png", pdf, _registered(res))
 
 
 def _timeline(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
@@ -147,7 +157,8 @@ def _timeline(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
         done.add(alg)
         events = read_trace(f)
         rnd = 1 if (events[:, 5] == 1).any() else 0
-        out += plot_timeline(events, rnd, fig_dir / f"timeline_{f.stem}.png", pdf)
+        out += plot_timeline(events, rnd, fig_dir / f"timeline_{f.stem}.png", pdf,
+                             f"{alg}, seed {seed}")
     return out
 
 
@@ -165,11 +176,12 @@ def _partition(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
     else the clients' training-set sizes in clients.csv."""
     path, seed = fig_dir / "partition.png", runs(res)[0][1]
     data = rebuild_data(res, seed) if data is None else data
+    run = f"the partition of seed {seed}"
     if data is not None:
-        return [plot_partition(data, path, pdf)] + ([path.with_suffix(".pdf")] if pdf else [])
+        return [plot_partition(data, path, pdf, run)] + ([path.with_suffix(".pdf")] if pdf else [])
     cluster, group = client_table(res, seed)
     sizes = client_rows(res, seed)["n_train"].to_numpy()[:, None]
-    return draw_partition(sizes, cluster, group, path, False, pdf)
+    return draw_partition(sizes, cluster, group, path, False, pdf, run)
 
 
 FIGURES: dict[str, Callable[[Results, Path, bool, object], list[Path]]] = {

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.colors import ListedColormap
 
+from netsim.plot.caption import Caption
 from netsim.plot.style import COLUMN, OKABE_ITO, new_figure, save, styled
 
 MAX_ROWS = 400           # links shown at most (the busiest, in order)
@@ -49,4 +50,8 @@ def plot_links(delivered: np.ndarray, path: str | Path, cluster: np.ndarray | No
     share.set_ylim(0, 100)
     share.set_ylabel("delivered [%]")
     share.set_xlabel("round")
-    return save(fig, path, pdf)
+    what = (f"which directed links delivered a message in each round (dark: delivered): one row "
+            f"per link that delivered at least once (the first {MAX_ROWS} by sender's, then "
+            "receiver's cluster, links between clusters last), one column per round; below, "
+            "the share of those links delivered per round [%]")
+    return save(fig, path, pdf, Caption(what, "one run (named in the title)", "none (one run)"))

@@ -8,6 +8,7 @@ import numpy as np
 from matplotlib import colormaps
 
 from netsim.analysis.graphs import oracle_matrix
+from netsim.plot.caption import Caption
 from netsim.plot.style import PAGE, new_figure, save, styled
 
 MASK_COLOUR = "0.85"             # the masked diagonal: light grey, outside the colour map
@@ -88,6 +89,21 @@ def grid_figure(rows: dict[str, tuple[list[tuple[np.ndarray, str]], float]], n_c
     return fig, images, fig.suptitle(title) if title else None
 
 
+def grid_caption(rows: dict[str, tuple[list[tuple[np.ndarray, str]], float]],
+                 sorted_by_cluster: bool) -> Caption:
+    """The caption of a :func:`grid_figure` of ``rows`` (``name: row_panels(...)``)."""
+    name, (mats, _) = next(iter(rows.items()))
+    shown = ", ".join(t for _, t in mats)
+    what = (f"collaboration matrices W of {', '.join(rows) or 'a run'} (row i: the weights client "
+            f"i gives each client j) at {shown}, diagonal masked (grey), one colour scale per row "
+            "from 0 to the largest off-diagonal weight shown"
+            + ("; clients sorted by ground-truth cluster, white lines between clusters"
+               if sorted_by_cluster else "")
+            + ("; the oracle: the ground-truth block matrix at the top of the scale"
+               if "oracle" in shown else ""))
+    return Caption(what, "one run per row (named in its title)", "none (one run)")
+
+
 def _known(cluster: np.ndarray | None) -> np.ndarray | None:
     """``cluster`` where some client has a ground-truth cluster, else None."""
     return cluster if cluster is not None and (np.asarray(cluster) >= 0).any() else None
@@ -109,7 +125,7 @@ def plot_collaboration_grid(rows: dict[str, tuple[np.ndarray, np.ndarray]], path
     oracle_of = known if oracle else None
     panels = {name: row_panels(W, rounds, at, oracle_of) for name, (W, rounds) in rows.items()}
     fig, _, _ = grid_figure(panels, len(at) + (oracle_of is not None), known, title)
-    return save(fig, path, pdf)
+    return save(fig, path, pdf, grid_caption(panels, known is not None))
 
 
 class _Grid:
@@ -161,7 +177,7 @@ def plot_collaborations(runs: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray 
             grid = _Grid(*grid_figure({title: (mats, vmax)}, n_cols, known, title))
         elif grid is not same[-1]:
             grid.refill(*row)
-        out += save(grid.fig, path, pdf)
+        out += save(grid.fig, path, pdf, grid_caption({title: (mats, vmax)}, known is not None))
         if fresh:
             grids[panels, grid.bar_width()] = grid
     return out

@@ -7,16 +7,17 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.colors import ListedColormap
 
+from netsim.plot.caption import Caption
 from netsim.plot.style import OKABE_ITO, PAGE, new_figure, save, styled
 
 
 @styled
 def draw_partition(counts: np.ndarray, cluster: np.ndarray, group, path: str | Path,
-                   classes: bool = True, pdf: bool = False) -> list[Path]:
+                   classes: bool = True, pdf: bool = False, run: str = "") -> list[Path]:
     """Stacked bars of per-class training counts ``counts [N, C]`` per client (with
     ``classes=False``, ``counts [N, 1]`` are total sizes, bars coloured by cluster), clients sorted
     by ground-truth cluster; a strip under the bars colours each client by cluster and names the
-    cluster (or group)."""
+    cluster (or group). ``run`` names the partition's seed in the caption sidecar."""
     counts, cluster = np.asarray(counts), np.asarray(cluster)
     group = ["" if g is None else str(g) for g in group]
     n, n_cls = counts.shape
@@ -56,13 +57,16 @@ def draw_partition(counts: np.ndarray, cluster: np.ndarray, group, path: str | P
         strip.set_xticks(pos, [str(i) for i in order], fontsize=5)
     else:
         strip.set_xticks([])
-    return save(fig, path, pdf)
+    what = ("training samples " + ("per class (stacked) " if classes else "") + "of each client"
+            + ("" if classes else " (bars coloured by cluster)") + ", clients sorted by "
+            "ground-truth cluster; the strip below names each cluster (or group)")
+    return save(fig, path, pdf, Caption(what, run or "one partition", "none (one partition)"))
 
 
-def plot_partition(client_data, path: str | Path, pdf: bool = False) -> Path:
+def plot_partition(client_data, path: str | Path, pdf: bool = False, run: str = "") -> Path:
     """The partition figure of a ``ClientData`` (per-class counts for classification, sizes for
-    regression); returns the PNG path."""
+    regression; ``run`` as in :func:`draw_partition`); returns the PNG path."""
     cd = client_data
     classes = cd.task == "classification"
     counts = cd.class_counts("train") if classes else cd.n["train"].cpu().numpy()[:, None]
-    return draw_partition(counts, np.asarray(cd.cluster), cd.group, path, classes, pdf)[0]
+    return draw_partition(counts, np.asarray(cd.cluster), cd.group, path, classes, pdf, run)[0]

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
+from netsim.atomic import atomic_write
 from netsim.manifest import record_figures
 
 # Okabe & Ito (2008): distinguishable under the common colour-vision deficiencies
@@ -27,6 +29,10 @@ COLUMN = 3.4                     # inches: one column of a two-column paper (IEE
 PAGE = 7.0                       # inches: full text width
 MARKS_PER_LINE = 10              # at most this many markers along one curve
 DPI = 200
+#: a 95% band (or error bar) over seeds from this many seeds on: from 2 seeds Student-t's
+#: half-width is 12.7 standard errors, a band over most of the axis that says nothing
+MIN_BAND_SEEDS = 3
+LOG_SPAN = 100.0                 # an axis of bytes or time spanning more than this ratio: log
 
 RC = {
     "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7,
@@ -64,10 +70,13 @@ class Look:
     marker: str
     dash: str
 
-    def line(self, points: int = 1) -> dict:
-        """``Axes.plot`` keywords, with at most MARKS_PER_LINE markers over ``points`` points."""
+    def line(self, points: int = 1, phase: int = 0) -> dict:
+        """``Axes.plot`` keywords, with at most MARKS_PER_LINE markers over ``points`` points,
+        the first at point ``phase`` (modulo the step: a curve drawn on another one shows its
+        markers between the other's)."""
+        step = max(1, -(-points // MARKS_PER_LINE))
         return {"color": self.colour, "marker": self.marker, "ls": self.dash,
-                "markevery": max(1, -(-points // MARKS_PER_LINE))}
+                "markevery": (phase % step, step)}
 
 
 def looks(labels) -> dict[str, Look]:
@@ -79,15 +88,34 @@ def looks(labels) -> dict[str, Look]:
                       LINESTYLES[k // n % len(LINESTYLES)]) for k, lab in enumerate(labels)}
 
 
+#: (scale, axis label) of summary.json's metrics that are no percentage, units in the label
+METRIC_UNITS = {"bytes_sent": (1e-6, "bytes sent by all nodes [MB]"),
+                "sim_time": (1.0, "simulated time [s]"), "wall_time": (1.0, "wall-clock time [s]"),
+                "mean_latency": (1.0, "mean latency [s]"),
+                "max_staleness": (1.0, "largest staleness [rounds]"),
+                "client_variance": (1e4, "variance of the accuracy across clients [%²]")}
+
+
 def metric_axis(metric: str) -> tuple[float, str, tuple[float, float] | None]:
     """(scale, axis label, limits) of a metric: accuracies and shares of clients in percent within
-    [0, 100] (the one unit for accuracy in every figure), anything else as it is."""
+    [0, 100] (the one unit for accuracy in every figure), others in their units
+    (:data:`METRIC_UNITS`), counts as they are."""
+    if metric in METRIC_UNITS:
+        return (*METRIC_UNITS[metric], None)
     if metric.endswith("accuracy"):
         words = metric.replace("_", " ").replace("bottom10", "bottom-10%")
         return 100.0, f"{words} [%]", (0.0, 100.0)
     if metric == "improved_over_local":
         return 100.0, "clients beating Local [%]", (0.0, 100.0)
     return 1.0, metric.replace("_", " "), None
+
+
+def log_scale(values) -> bool:
+    """Whether an axis of ``values`` (bytes, times, counts) needs a log scale: its positive
+    values span more than :data:`LOG_SPAN` (zeros cannot be shown on it and are left out)."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v) & (v > 0)]
+    return v.size > 1 and v.max() > LOG_SPAN * v.min()
 
 
 def clamp(ax, limits: tuple[float, float] | None) -> None:
@@ -115,14 +143,19 @@ def freeze_layout(fig: Figure) -> Bbox | None:
         matplotlib.rcParams["savefig.pad_inches"])
 
 
-def save(fig: Figure, path: str | Path, pdf: bool = False) -> list[Path]:
+def save(fig: Figure, path: str | Path, pdf: bool = False, caption=None) -> list[Path]:
     """Write ``path`` (PNG) and, with ``pdf``, the same figure as vector PDF next to it: laid out
-    once (:func:`freeze_layout`), the PNG drawn once. In a results folder's ``figures/`` both
-    are netsim's own files (netsim.manifest.record_figures)."""
+    once (:func:`freeze_layout`), the PNG drawn once; with a ``caption``
+    (netsim.plot.caption.Caption) its text in ``path`` with suffix ``.txt``. In a results
+    folder's ``figures/`` these are netsim's own files (netsim.manifest.record_figures).
+    Returns the figure files."""
     path = Path(path)
     paths = [path, path.with_suffix(".pdf")] if pdf else [path]
+    sidecar = [path.with_suffix(".txt")] if caption is not None else []
     path.parent.mkdir(parents=True, exist_ok=True)
-    record_figures(paths)
+    record_figures(paths + sidecar)
+    for txt in sidecar:
+        atomic_write(txt, caption.text(path.name + (" (and .pdf)" if pdf else "")))
     fig.savefig(path, bbox_inches=freeze_layout(fig))
     if pdf:
         fig.savefig(paths[1])                 # its own tight box: PDF text is a little wider

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
+from netsim.plot.caption import Caption
 from netsim.plot.style import OKABE_ITO, PAGE, new_figure, save, styled
 from netsim.sim.trace import KINDS
 
@@ -18,12 +19,12 @@ MARKS = (("send", 2, ".", OKABE_ITO[2]), ("deliver", 3, ">", OKABE_ITO[6]),
 
 @styled
 def plot_timeline(events: np.ndarray, rnd: int, path: str | Path,
-                  pdf: bool = False) -> list[Path]:
+                  pdf: bool = False, run: str = "") -> list[Path]:
     """Events [E, 6] (time, kind, src, dst, bytes, round) of round ``rnd`` on one row per node.
 
     Compute phases are bars from start to end (a tick where a node never finished); a send is a
     dot on the sender's row; a delivery a triangle on the receiver's row; lost, late and blocked
-    messages crosses.
+    messages crosses. ``run`` names the run in the caption sidecar (e.g. ``sgp, seed 0``).
     """
     ev = events[events[:, 5] == rnd]
     nodes = len(np.unique(ev[:, 2])) if ev.size else 1
@@ -46,4 +47,8 @@ def plot_timeline(events: np.ndarray, rnd: int, path: str | Path,
     ax.set_title(f"round {rnd}: compute (bars) and messages")
     if ax.get_legend_handles_labels()[0]:
         fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=5)
-    return save(fig, path, pdf)
+    what = (f"the events of round {rnd} on one row per node vs simulated time [s]: compute "
+            "phases as bars (a tick where a node never finished), sends as dots on the sender's "
+            "row, deliveries as triangles on the receiver's row, lost, late and blocked messages "
+            "as crosses")
+    return save(fig, path, pdf, Caption(what, run or "one run", "none (one run)"))

@@ -36,6 +36,7 @@ import simpy
 from netsim.network import (make_compute, make_failures, make_latency, make_links, make_loss)
 from netsim.network.edges import Edges
 from netsim.rng import Streams
+from netsim.sim.accounting import METRIC_NAMES
 from netsim.sim.policy import Policy
 from netsim.sim.queueing import (fifo_finish, grouped_cumsum, queue_last, queue_order,
                                   segment_cumsum)
@@ -147,6 +148,8 @@ def _scatter(n: int, index: np.ndarray, values: np.ndarray, fill) -> np.ndarray:
 
 @dataclass
 class _RoundBook:
+    """One accounting step's counts, a value per network metric (netsim.sim.accounting)."""
+
     bytes_sent: float = 0.0
     messages_sent: int = 0
     messages_delivered: int = 0
@@ -154,7 +157,15 @@ class _RoundBook:
     messages_blocked: int = 0
     latency_sum: float = 0.0
     max_staleness: int = 0
-    start_time: float = 0.0
+
+    @property
+    def mean_latency(self) -> float:
+        return (self.latency_sum / self.messages_delivered if self.messages_delivered
+                else float("nan"))
+
+    def row(self) -> dict[str, int | float]:
+        """The step's value of every declared network metric."""
+        return {name: getattr(self, name) for name in METRIC_NAMES}
 
 
 @dataclass
@@ -480,20 +491,12 @@ class Simulator:
 
     def end_round(self) -> dict:
         """Close the current round's accounting and start the next round; return its row."""
-        book = self._book
-        row = {"round": self.round, "sim_time": self.now, "bytes_sent": book.bytes_sent,
-               "messages_sent": book.messages_sent,
-               "messages_delivered": book.messages_delivered,
-               "messages_dropped": book.messages_dropped,
-               "messages_blocked": book.messages_blocked,
-               "mean_latency": (book.latency_sum / book.messages_delivered
-                                if book.messages_delivered else float("nan")),
-               "max_staleness": book.max_staleness}
+        row = {"round": self.round, "sim_time": self.now, **self._book.row()}
         self.history.append(row)
         self.peer_history.append(self.peers_accepted())
         self.bytes_history.append(self._round_bytes.copy())
         self.round += 1
-        self._book = _RoundBook(start_time=self.now)
+        self._book = _RoundBook()
         self._round_bytes[:] = 0.0
         self._round_peers[:] = False
         return row
