@@ -323,8 +323,7 @@ def aggregate(root: Path, sweep: Sweep, cells: list[Cell]):
         atomic_write(root / "table.csv", "")
         return table
     others = [k for k in sweep.spec["grid"] if k != sweep.x]
-    table["panel"] = [panel_name(dict(zip(others, values)))
-                      for values in table[others].itertuples(index=False)]
+    table["panel"] = [panel_name({k: table.at[i, k] for k in others}) for i in table.index]
     atomic_write(root / "table.csv", table.to_csv(index=False))
     keys = [k for k in table.columns if k not in ("id", "seed", "diverged", *TABLE_METRICS)]
     out = []
