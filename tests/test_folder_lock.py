@@ -210,7 +210,10 @@ def test_resume_removes_the_partial_runs_analyses_and_figures(scenario_file, tmp
                "figures/accuracy_vs_rounds.png"]
     assert all((folder / n).is_file() for n in derived) and set(derived) <= recorded(folder)
     (folder / "notes.txt").write_text("mine")
+    killed = folder / ".metrics.csv.k1ll3d_x"          # the temporary file of a killed write
+    killed.write_text("half a table")
     res = run(sc, out=tmp_path, quiet=True, resume=True)
     assert not res.incomplete and not any((folder / n).exists() for n in derived)
+    assert not killed.exists()
     assert not set(derived) & recorded(folder) and (folder / "notes.txt").read_text() == "mine"
     assert (folder / MANIFEST).is_file()
