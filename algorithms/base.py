@@ -30,6 +30,28 @@ from netsim.sim.policy import Policy
 from netsim.schema import Field
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """The rounds a run plays and when the run loop (:func:`netsim.loop.run_loop`) evaluates."""
+
+    rounds: int
+    eval_every: int
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> Schedule:
+        """The ``schedule`` section of a resolved scenario."""
+        return cls(cfg["schedule"]["rounds"], cfg["schedule"]["eval_every"])
+
+    def evaluates_after(self, t: int) -> bool:
+        """Whether the loop evaluates after round ``t``: every ``eval_every`` rounds and after
+        the last."""
+        return (t + 1) % self.eval_every == 0 or t + 1 == self.rounds
+
+    def evaluated_rounds(self) -> list[int]:
+        """The round counts ``t + 1`` after which the loop evaluates (it also evaluates at 0)."""
+        return [t + 1 for t in range(self.rounds) if self.evaluates_after(t)]
+
+
 @dataclass
 class Context:
     """What an algorithm gets for one (algorithm, seed) run."""
@@ -41,6 +63,7 @@ class Context:
     data: ClientData
     model: BatchedModel
     device: torch.device
+    schedule: Schedule        # the scenario's schedule section
 
 
 class Algorithm:

@@ -100,8 +100,6 @@ class CoBo(Algorithm):
         self.mail = Mailbox(n, self.policy.max_staleness + 1)   # the copies peers hold
         self.ema = torch.zeros_like(self.bank.flat) if p.gradient == "ema" else None
         self.stepped = torch.zeros(n, dtype=torch.bool, device=self.device)   # ema: m set
-        rounds, every = ctx.cfg["schedule"]["rounds"], ctx.cfg["schedule"]["eval_every"]
-        self.eval_rounds = {t for t in range(rounds) if (t + 1) % every == 0 or t + 1 == rounds}
         self.effective: list[np.ndarray] = []
         self.row_sum: list[np.ndarray] = []
         self.updated: list[np.ndarray] = []   # per round: [2, P] pairs (a, b) whose W was updated
@@ -133,7 +131,7 @@ class CoBo(Algorithm):
         n = self.n
         pairs = np.zeros((n, n), bool)
         if not (self.hp.order == "x_then_w" and t == 0):
-            p_t = pair_probability(t, n, self.ctx.cfg["schedule"]["rounds"], self.hp.sampling,
+            p_t = pair_probability(t, n, self.ctx.schedule.rounds, self.hp.sampling,
                                    self.hp.pair_rate, self.hp.decay_power,
                                    self.hp.mixed_switch)
             pairs = np.triu(self.rng.random((n, n)) < p_t, k=1)
@@ -149,7 +147,7 @@ class CoBo(Algorithm):
         else:
             a, b, models = relay_pairs(self, pairs, models, self.bank.size_bytes)
         self.commit(a, b)
-        self.model_step(models, record=t in self.eval_rounds)
+        self.model_step(models, record=self.ctx.schedule.evaluates_after(t))
 
     def commit(self, a: np.ndarray, b: np.ndarray) -> None:
         """Apply eq. (1/4) on both ends of the completed pairs ``(a, b)`` and record them."""
@@ -242,7 +240,7 @@ class CoBo(Algorithm):
         W-updated pairs in every round)."""
         if not self.effective:
             return {}
-        rounds = sorted(t + 1 for t in self.eval_rounds)[: len(self.effective)]
+        rounds = self.ctx.schedule.evaluated_rounds()[: len(self.effective)]
         return {"effective": {"W": np.stack(self.effective), "rounds": np.asarray(rounds),
                               "row_sum": np.stack(self.row_sum),
                               "pair_updates": np.array([u.shape[1] for u in self.updated])}}

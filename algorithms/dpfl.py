@@ -42,6 +42,7 @@ from algorithms.base import Algorithm
 from algorithms.dpfl_budget import BUDGET_ALLOWED, peer_budget, random_peers
 from algorithms.dpfl_steps import BudgetedSteps
 from algorithms.ggc import Selection, ValidationReward, average, bggc, ggc
+from algorithms.selection import BestValidation
 from netsim.errors import ConfigError
 from netsim.schema import Field
 
@@ -108,8 +109,7 @@ class DPFL(BudgetedSteps, Algorithm):
         self.payload = self.bank.size_bytes + 4                 # the model and its p_i
         self.log: dict[str, list] = {"used": [], "rounds": [], "engine_round": []}
         self.trained = self.bank.flat.clone()
-        self.best = self.bank.flat.clone()
-        self.best_score = torch.full((n,), -math.inf, device=self.device)
+        self.best = BestValidation(self.bank.flat, per_client=True)
 
     @classmethod
     def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
@@ -206,14 +206,11 @@ class DPFL(BudgetedSteps, Algorithm):
         """Keep each client's model with the best validation accuracy so far."""
         models = self.current_models()
         acc, loss = self.bank.evaluate(self.reward.x, self.reward.y, self.reward.mask, flat=models)
-        score = -loss if acc is None else acc
-        better = score > self.best_score
-        self.best_score = torch.where(better, score, self.best_score)
-        self.best[better] = models[better]
+        self.best.offer(-loss if acc is None else acc, models)
 
     # ------------------------------------------------------------------ outputs
     def personal_models(self) -> torch.Tensor:
-        return self.best if self.hp.report == "best_val" else self.current_models()
+        return self.best.models if self.hp.report == "best_val" else self.current_models()
 
     def collaboration(self) -> np.ndarray:
         """Row k: the p-weights of C_k ∪ {k} aggregated this round (identity without one)."""

@@ -140,7 +140,7 @@ class FedAvgFT(ServerAveraging):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        rounds = ctx.cfg["schedule"]["rounds"]
+        rounds = ctx.schedule.rounds
         self.ft = self.hp.finetune_rounds or max(1, int(self.hp.finetune_share * rounds))
         self.start_ft = rounds - self.ft
         self.tuning = False

@@ -43,6 +43,7 @@ from algorithms import register
 from algorithms.base import Algorithm
 from algorithms.pdbo_fields import COMMON_FIELDS, HGP_FIELDS
 from algorithms.pdbo_inner import InnerSGP
+from algorithms.selection import BestValidation
 from algorithms.hgp import EdgeStats, expected_push_weights, grad_vjp, hgp_step, hgp_weights
 from netsim.data.datasets import dataset_info
 from netsim.errors import ConfigError
@@ -66,7 +67,7 @@ class PDBOMTL(InnerSGP, Algorithm):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.mode = getattr(self.hp, "hypergradient", "local")
+        self.mode = self.hp.hypergradient
         self.model = EnsembleModel(ctx.model, self.hp.learners)
         self.bank = ClientBank(self.model, self.n, self.device, ctx.streams.torch("init", "cpu"),
                                task=self.data.task, loss_scale=self.data.loss_scale)
@@ -79,7 +80,7 @@ class PDBOMTL(InnerSGP, Algorithm):
         self.z = self.push_sum.bias(self.x0, self.w)
         self.adam = BatchedAdam(self.lam, self.hp.outer_lr, tuple(self.hp.adam_betas))
         self.current = self.bank.flat.clone()
-        self.best: tuple[float, Tensor] | None = None
+        self.best = BestValidation(self.current, per_client=False)
         self.val_history: list[float] = []
         self.weights_history: list[np.ndarray] = []
         self.last_mixing = np.eye(self.n)
@@ -107,7 +108,7 @@ class PDBOMTL(InnerSGP, Algorithm):
             if last > spec["inner_steps"]:
                 raise ConfigError(f"{path}.decay_last[{k}]", last,
                                   f"at most inner_steps = {spec['inner_steps']}")
-        if spec.get("hypergradient", "local") == "hgp" and spec["inner"] != "sgp":
+        if spec["hypergradient"] == "hgp" and spec["inner"] != "sgp":
             raise ConfigError(f"{path}.inner", spec["inner"], "sgp with hypergradient: hgp (the "
                               "local SGD map has no cross-agent terms; use hypergradient: local)")
 
@@ -125,7 +126,7 @@ class PDBOMTL(InnerSGP, Algorithm):
         stats = self.solve_inner()
         x = self.x()
         self._remember(x)
-        if self.mode != "none" and t + 1 < self.ctx.cfg["schedule"]["rounds"]:
+        if self.mode != "none" and t + 1 < self.ctx.schedule.rounds:
             grad = self.hypergradient(x, stats)
             self.adam.step(grad, torch.isfinite(grad).all(1))
             self.lam = self.adam.param
@@ -190,11 +191,10 @@ class PDBOMTL(InnerSGP, Algorithm):
         """Evaluate this outer step on validation; keep the best one (ties: the earliest)."""
         self.current = torch.cat([x, self.lam], 1)
         acc, _ = self.bank.evaluate(*self._val, flat=self.current)
-        score = float(acc.mean())
-        self.val_history.append(score)
+        score = acc.mean()
+        self.val_history.append(float(score))
         self.weights_history.append(self.outer_weights())
-        if self.best is None or score > self.best[0]:
-            self.best = (score, self.current.clone())
+        self.best.offer(score, self.current)
 
     def outer_weights(self) -> np.ndarray:
         """softmax(lambda_i) of every agent, ``[N, K]`` (the ensemble weights)."""
@@ -206,9 +206,7 @@ class PDBOMTL(InnerSGP, Algorithm):
                 "push-sum weight": self.w, "outer weights lambda": self.lam}
 
     def personal_models(self) -> Tensor:
-        if self.hp.select == "best_val" and self.best is not None:
-            return self.best[1]
-        return self.current
+        return self.best.models if self.hp.select == "best_val" else self.current
 
     def collaboration(self) -> np.ndarray:
         """Mean realised SGP mixing matrix of the last inner solve (identity for local)."""
@@ -227,4 +225,6 @@ class PDBOMTL(InnerSGP, Algorithm):
 class PDBOMTLLocal(PDBOMTL):
     """PDBO-MTL (local): lambda_i follows its own outer gradient only (M = 0, no cooperation)."""
 
-    fields = dict(COMMON_FIELDS)
+    fields = {**COMMON_FIELDS,
+              "hypergradient": Field("str", "local", "local: d_lambda F_bar only (M = 0)",
+                                     choices=("local",))}

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 import torch
 
+from algorithms.base import Schedule
 from netsim.callbacks import Callback, Diverged
 
 
@@ -21,6 +22,7 @@ def run_loop(alg, rounds: int, eval_every: int, callbacks: Sequence[Callback],
         for cb in callbacks:
             getattr(cb, hook)(alg, *args)
 
+    schedule = Schedule(rounds, eval_every)
     emit("on_start")
     if first == 0:
         emit("on_eval", 0)
@@ -29,7 +31,7 @@ def run_loop(alg, rounds: int, eval_every: int, callbacks: Sequence[Callback],
         for row in alg.net.end_round():
             emit("on_step", row)
         emit("on_round", t)
-        if (t + 1) % eval_every == 0 or t + 1 == rounds:
+        if schedule.evaluates_after(t):
             emit("on_eval", t + 1)
         emit("on_round_end", t)
     emit("on_end")
@@ -73,7 +75,8 @@ def make_algorithm(cfg: dict, spec: dict, seed: int, streams, data, model, devic
     from algorithms import ALGORITHMS
     from algorithms.base import Context
 
-    ctx = Context(cfg, spec, seed, streams, data, model, torch.device(device))
+    ctx = Context(cfg, spec, seed, streams, data, model, torch.device(device),
+                  Schedule.from_config(cfg))
     return ALGORITHMS.get(spec["name"], "algorithms").obj(ctx)
 
 
