@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from netsim.registry import Registry
+from netsim.schema.registry import Registry
 
 ALGORITHMS = Registry("algorithm")
 

@@ -3,7 +3,7 @@
 An algorithm is a sequence of vectorised rounds. Each round plays its computation and
 communication phases on the simulated network (``self.net``, :class:`netsim.sim.facade.Network`:
 clients only) and does its math on client banks (``netsim.runtime.ClientBank``) with the arrays
-the phases return. The run loop (:mod:`netsim.loop`) plays the schedule and its callbacks
+the phases return. The run loop (:mod:`netsim.running.loop`) plays the schedule and its callbacks
 evaluate, record and check; an algorithm exposes what they read: ``personal_models``,
 ``collaboration``, ``health``, ``links_log`` and ``extra_arrays``.
 """
@@ -18,8 +18,8 @@ import torch
 
 from netsim.data import ClientData
 from netsim.models import BatchedModel
-from netsim.rng import Streams
-from netsim.params import make_params
+from netsim.util.rng import Streams
+from netsim.schema.params import make_params
 from netsim.runtime import ClientBank
 from netsim.runtime.sgd import Train
 from netsim.runtime.pushsum import GraphCheck, check_graph
@@ -32,7 +32,8 @@ from netsim.schema import Field
 
 @dataclass(frozen=True)
 class Schedule:
-    """The rounds a run plays and when the run loop (:func:`netsim.loop.run_loop`) evaluates."""
+    """The rounds a run plays and when the run loop (:func:`netsim.running.loop.run_loop`)
+    evaluates."""
 
     rounds: int
     eval_every: int
@@ -67,22 +68,23 @@ class Context:
 
 
 class Algorithm:
-    """One algorithm run: ``round(t)`` for t = 0..rounds-1, played by :func:`netsim.loop.run_loop`.
+    """One algorithm run: ``round(t)`` for t = 0..rounds-1, played by
+    :func:`netsim.running.loop.run_loop`.
 
     Subclasses set ``server = True`` when they run a server (the simulated network is then a
     star of N clients around node N), implement ``round`` and ``personal_models`` and may
     override ``collaboration``.
     """
 
-    #: the run table's group (netsim.summary.TABLE_GROUPS): baselines, federated, clustered,
-    #: decentralised, learned graph, learned weights, or other
+    #: the run table's group (netsim.analysis.summary.TABLE_GROUPS): baselines, federated,
+    #: clustered, decentralised, learned graph, learned weights, or other
     group: ClassVar[str] = "other"
 
     server: ClassVar[bool] = False
     fields: ClassVar[dict[str, Field]] = {}
     #: bytes per ordered pair of clients that the algorithm's dense ``[N, N]`` arrays take at the
-    #: peak of a round (netsim.memory): at least the float64 collaboration matrix an evaluation
-    #: reads
+    #: peak of a round (netsim.scenario.memory): at least the float64 collaboration matrix an
+    #: evaluation reads
     pair_bytes: ClassVar[int] = 8
 
     def __init__(self, ctx: Context):

@@ -30,7 +30,7 @@ HGP uses no running sums; with delta_bar = the on-time arrival rate (link up, no
 P_bar, so the estimate stays unbiased (docs/papers/pdbo.md, "Lossy links").
 
 All [N, N] arrays are receiver-major like the engine's: ``delivered[i, j]`` = the message from j
-reached i; ``push[j, i] = p_{i->j}`` (column-stochastic, :func:`netsim.runtime.pushsum.push_sum_weights`).
+reached i; ``push[j, i] = p_{i->j}`` (column-stochastic, :func:`netsim.runtime.mixing.push_sum_weights`).
 """
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def srb_naive_weights(push: np.ndarray, delivered: np.ndarray) -> tuple[np.ndarr
     """The naive decentralisation of SRB (Sec. 4.2): agent i needs ``u_j`` weighted by its own
     realised push weight p_{i->j}(delta_i) for every j it sends to, so it must *receive* from j.
 
-    ``push[..., j, i] = p_{i->j}`` (:func:`netsim.runtime.pushsum.push_sum_weights` of this step's
+    ``push[..., j, i] = p_{i->j}`` (:func:`netsim.runtime.mixing.push_sum_weights` of this step's
     links), ``delivered[..., i, j]``: j's u reached i. Returns ``C[..., i, j] = p_{i->j}
     delivered[..., i, j]`` (plus p_{i->i}), the terms that can be formed, and
     ``missing[..., i, j]``: i sent to j but nothing came back from j. SRB is computable only

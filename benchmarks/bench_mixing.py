@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 import torch
 
-from netsim.threads import use_threads
+from netsim.util.threads import use_threads
 
 
 def mixing_matrix(n: int, density: float, rng: np.random.Generator) -> np.ndarray:

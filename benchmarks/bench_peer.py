@@ -49,9 +49,9 @@ import torch
 import torch.nn.functional as F
 
 from netsim import Scenario, run
-from netsim.callbacks import Callback
-from netsim.loop import build_algorithm
-from netsim.threads import use_threads
+from netsim.running.callbacks import Callback
+from netsim.running.loop import build_algorithm
+from netsim.util.threads import use_threads
 
 CLIENTS, LR, BATCH = 100, 0.05, 32
 

@@ -60,7 +60,7 @@ def child(n: int, rounds: int, threads: int, state_dtype: str,
           checkpoint_every: int | None) -> dict:
     """Run the workload once on ``n`` clients; what this process measured."""
     from netsim import Scenario, run
-    from netsim.callbacks import Callback
+    from netsim.running.callbacks import Callback
 
     class Clock(Callback):
         """Wall-clock and engine time at the end of every round."""

@@ -12,7 +12,7 @@ ResNet-9 (BatchNorm; ``--resnet-width``, default 0.25 of its channels, to fit a 
 3x32x32; batch 32, SGD with momentum 0.9, N in {10, 100, 1000} (``--sizes``). Every
 convolutional model runs each backend (``loop``, ``vmap``, ``grouped``; ``auto`` marked).
 Prints ms per step (median of repeats after warm-up) and speedups over the nn.Module loop. The
-process fixes glibc's malloc thresholds as a netsim run does (netsim/allocator.py), for both
+process fixes glibc's malloc thresholds as a netsim run does (netsim/util/allocator.py), for both
 sides.
 """
 from __future__ import annotations
@@ -26,10 +26,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from netsim.allocator import tune_malloc
 from netsim.models import auto_backend, build_model
 from netsim.runtime import ClientBank, resolve_device
 from netsim.runtime.sgd import SGD
+from netsim.util.allocator import tune_malloc
 
 BATCH, LOCAL, CLASSES, LR, MOMENTUM = 32, 64, 10, 0.05, 0.9
 
@@ -101,7 +101,7 @@ def main() -> None:
                     help="numbers of clients (default 10 100 1000; --quick: no N=1000 CNN)")
     ap.add_argument("--resnet-width", type=float, default=0.25)
     args = ap.parse_args()
-    tune_malloc()                                  # as netsim.run does (netsim/allocator.py)
+    tune_malloc()                                  # as netsim.run does (netsim/util/allocator.py)
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)

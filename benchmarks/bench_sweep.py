@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from netsim.sweep import Sweep, run_sweep
+from netsim.running.sweep import Sweep, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 

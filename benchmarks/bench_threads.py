@@ -5,8 +5,8 @@
 Each configuration runs in its own process (OpenMP reads its settings when torch is loaded):
 torch's default (as many threads as cores, libgomp's default spin of 300,000 iterations before a
 waiting thread sleeps), 1 thread, as many threads as cores with ``OMP_WAIT_POLICY=PASSIVE`` (no
-spin), and netsim's default (as many threads as cores, ``GOMP_SPINCOUNT=10000``: netsim.threads).
-Workloads: the PDBO quickstart
+spin), and netsim's default (as many threads as cores, ``GOMP_SPINCOUNT=10000``:
+netsim.util.threads). Workloads: the PDBO quickstart
 (``netsim run --set 'algorithms=[pdbo_mtl]' --set train.momentum=0 --set schedule.rounds=R``,
 PDBO's HGP needs plain SGD; the run's wall time from
 summary.json, without interpreter start-up) and one training step of benchmarks/bench_step.py

@@ -37,24 +37,24 @@ STRONG = {"setup", "I/O"}
 #: (path prefix, function name or None for any, category): the first match decides; paths are
 #: relative to the repository, or to site-packages for simpy and torch
 RULES = (
-    ("netsim/recorder.py", "on_eval", "evaluation"),
+    ("netsim/running/recorder.py", "on_eval", "evaluation"),
     ("netsim/runtime/bank.py", "evaluate", "evaluation"),
     ("netsim/runtime/bank.py", "mix", "algorithm"),
-    ("netsim/recorder.py", "finish", "I/O"),              # the run's arrays
+    ("netsim/running/recorder.py", "finish", "I/O"),      # the run's arrays
     ("netsim/data/client_data.py", "build_client_data", "setup"),
     ("netsim/models/__init__.py", "build_model", "setup"),
-    ("netsim/loop.py", "make_algorithm", "setup"),
-    ("netsim/config.py", None, "setup"),
-    ("netsim/memory.py", None, "setup"),
-    ("netsim/results.py", None, "I/O"),
-    ("netsim/checkpoint.py", None, "I/O"),
+    ("netsim/running/loop.py", "make_algorithm", "setup"),
+    ("netsim/scenario/config.py", None, "setup"),
+    ("netsim/scenario/memory.py", None, "setup"),
+    ("netsim/results/__init__.py", None, "I/O"),
+    ("netsim/running/checkpoint.py", None, "I/O"),
     ("netsim/runtime/bank.py", None, "training"),
     ("netsim/runtime/sgd.py", None, "training"),
     ("netsim/runtime/adam.py", None, "training"),
     ("netsim/models/", None, "training"),
     ("netsim/data/", None, "training"),                   # mini-batches
     ("netsim/sim/", None, "engine"),
-    ("netsim/network/", None, "engine"),
+    ("netsim/links/", None, "engine"),
     ("simpy/", None, "engine"),
     ("torch/autograd/", None, "training"),               # gradients, also those algorithms take
     ("netsim/runtime/", None, "algorithm"),               # mixing, push-sum, mailbox

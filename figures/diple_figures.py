@@ -36,7 +36,7 @@ from netsim import Results
 from netsim.data import build_client_data
 from netsim.plot.digraph import plot_digraph
 from netsim.plot.style import save as _save
-from netsim.rng import Streams
+from netsim.util.rng import Streams
 
 
 def class_sets(cfg: dict, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from netsim import Results
 from netsim.analysis.folder import client_table
+from netsim.analysis.sweep_table import robustness_table
 from netsim.plot import plot_collaboration_grid, plot_robustness
-from netsim.sweep_table import robustness_table
 
 #: docs/figures/NAME.png (and .txt): (folder, the file the run wrote in its figures/)
 COPIED = {"accuracy": ("quickstart", "accuracy_vs_rounds"),

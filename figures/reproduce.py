@@ -29,9 +29,9 @@ from netsim.analysis.paired import paired_difference
 from netsim.analysis.per_run import analyze_run
 from netsim.analysis.series import accuracy_curves, graph_series
 from netsim.analysis.stats import mean_ci
+from netsim.analysis.summary import LEARNED_GROUPS, table_group
 from netsim.plot import legend_names, plot_accuracy, plot_series
 from netsim.results import INCOMPLETE
-from netsim.summary import LEARNED_GROUPS, table_group
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "papers" / "reproduction.md"
@@ -42,24 +42,59 @@ THREADS = 1
 @dataclass(frozen=True)
 class Study:
     """One results folder: a scenario of scenarios/ run for ``seeds``, with dotted overrides
-    and without the algorithms labelled in ``drop``."""
+    and without the algorithms labelled in ``drop``. ``lr``: one learning rate for every
+    algorithm (a run of the learning-rate grid: each algorithm's own ``train.lr`` is dropped, the
+    folder is named ``<name>_lr<lr>``). ``grid``: the learning rates the protocol tries for the
+    study's scenario (:func:`tuning_studies`)."""
     scenario: str
     seeds: tuple[int, ...]
     overrides: tuple[tuple[str, object], ...] = ()
     drop: tuple[str, ...] = ()
+    lr: float | None = None
+    grid: tuple[float, ...] = ()
 
     def load(self) -> Scenario:
         sc = Scenario.load(ROOT / "scenarios" / f"{self.scenario}.yaml").with_overrides(
             dict(self.overrides))
-        if not self.drop:
-            return sc
-        keep = [a for a in sc.raw["algorithms"]
-                if (a if isinstance(a, str) else a.get("label") or a["name"]) not in self.drop]
-        return Scenario({**sc.raw, "algorithms": keep}, sc.path)
+        raw = dict(sc.raw)
+        if self.drop:
+            raw["algorithms"] = [a for a in raw["algorithms"]
+                                 if label_of(a) not in self.drop]
+        if self.lr is not None:
+            raw["name"] = f"{raw['name']}_lr{self.lr:g}"
+            raw["train"] = {**raw.get("train", {}), "lr": self.lr}
+            raw["algorithms"] = [without_lr(a) for a in raw["algorithms"]]
+        return Scenario(raw, sc.path) if raw != sc.raw else sc
 
     @property
     def name(self) -> str:
         return self.load().name
+
+
+def label_of(spec: str | dict) -> str:
+    """An algorithm entry's label (its name when it has none)."""
+    return spec if isinstance(spec, str) else spec.get("label") or spec["name"]
+
+
+def without_lr(spec: str | dict) -> str | dict:
+    """An algorithm entry without its own ``train.lr`` (the scenario's then applies)."""
+    if isinstance(spec, str) or "lr" not in spec.get("train", {}):
+        return spec
+    train = {k: v for k, v in spec["train"].items() if k != "lr"}
+    return {k: v for k, v in spec.items() if k != "train"} | ({"train": train} if train else {})
+
+
+def own_lrs(sc: Scenario) -> dict[str, float]:
+    """Label -> the learning rate each algorithm of the scenario trains with."""
+    lr = sc.raw.get("train", {}).get("lr", 0.05)
+    return {label_of(a): (a.get("train", {}).get("lr", lr) if isinstance(a, dict) else lr)
+            for a in sc.raw["algorithms"]}
+
+
+def tuning_studies(study: Study) -> list[Study]:
+    """The learning-rate protocol's runs: seed 0 of the study's scenario at each lr of its grid."""
+    return [Study(study.scenario, (0,), study.overrides, study.drop, lr=lr)
+            for lr in study.grid]
 
 
 @dataclass(frozen=True)
@@ -70,6 +105,11 @@ class Block:
     study: Study
     parts: tuple[str, ...] = ("accuracy", "paired", "figure")
     pairs: tuple[tuple[str, str], ...] = ()
+    claims: tuple[tuple[str, str, str], ...] = ()
+
+    def studies(self) -> list[Study]:
+        """Every folder the block reads: its study, and the grid's runs for a tuning table."""
+        return [self.study] + (tuning_studies(self.study) if "tuning" in self.parts else [])
 
 
 def _pairs(text: str) -> tuple[tuple[str, str], ...]:
@@ -105,6 +145,52 @@ PAPERS: dict[str, tuple[Block, ...]] = {
              Block("cobo_tuned", COBO_TUNED, ("accuracy", "paired"), _pairs(
                  "cobo:local cobo:ifca cobo:fedavg_ft oracle:cobo"))),
 }
+
+
+#: the papers in their own regime (scenarios/regime/): 5 seeds, each method's lr chosen by the
+#: protocol on seed 0 (its grid), the headline claims as (claim, A, B): A > B or A ≥ B
+REGIME_SEEDS = (0, 1, 2, 3, 4)
+R_DIPLE = Study("regime/diple", REGIME_SEEDS, grid=(0.01, 0.03, 0.1))
+R_PDBO = Study("regime/pdbo", REGIME_SEEDS, grid=(0.1, 0.5))
+R_COBO = Study("regime/cobo", REGIME_SEEDS, grid=(0.01, 0.03, 0.1))
+R_DPFL = Study("regime/dpfl", REGIME_SEEDS, grid=(0.01, 0.03, 0.1))
+REGIME_PARTS = ("accuracy", "trained", "claims", "paired", "figure")
+
+
+def regime(paper: str, study: Study, pairs: str, claims: tuple[tuple[str, str, str], ...],
+           extra: tuple[str, ...] = ()) -> tuple[Block, Block]:
+    """A paper's regime blocks: its tables, claims and curves, and its learning-rate tuning."""
+    return (Block(f"regime_{paper}", study, REGIME_PARTS + extra, _pairs(pairs), claims),
+            Block(f"regime_{paper}_tuning", study, ("tuning",)))
+
+
+REGIME: dict[str, tuple[Block, ...]] = {
+    "dpfl": regime("dpfl", R_DPFL, "dpfl_inf:random_inf fedavg_ft:local", (
+        ("DPFL > random graph (B_c = 20)", "dpfl_20", "random_20"),
+        ("DPFL > random graph (B_c = 10)", "dpfl_10", "random_10"),
+        ("DPFL > random graph (B_c = 5)", "dpfl_5", "random_5"),
+        ("DPFL > FedAvg+FT", "dpfl_inf", "fedavg_ft"),
+        ("DPFL > pFedGraph", "dpfl_inf", "pfedgraph"),
+        ("DPFL > Local", "dpfl_inf", "local"),
+        ("Local > FedAvg", "local", "fedavg"))),
+    "pdbo": regime("pdbo", R_PDBO, "pdbo_mtl:local oracle:pdbo_mtl", (
+        ("PDBO-MTL ≥ PDBO-MTL (local)", "pdbo_mtl", "pdbo_mtl_local"),
+        ("PDBO-MTL > SGP", "pdbo_mtl", "sgp"),
+        ("PDBO-MTL (local) ≥ SGP", "pdbo_mtl_local", "sgp"),
+        ("SGP > Local", "sgp", "local"))),
+    "diple": regime("diple", R_DIPLE, "diple:diple_paper diple:local fedavg_ft:diple_paper", (
+        ("DiPLe > Local", "diple_paper", "local"),
+        ("DiPLe > APFL", "diple_paper", "apfl"),
+        ("Local > APFL", "local", "apfl"),
+        ("APFL > FedAvg", "apfl", "fedavg"))),
+    "cobo": regime("cobo", R_COBO, "oracle:cobo", (
+        ("CoBo > IFCA", "cobo", "ifca"),
+        ("CoBo > Ditto", "cobo", "ditto"),
+        ("CoBo > FedAvg+FT", "cobo", "fedavg_ft"),
+        ("CoBo > Local", "cobo", "local"),
+        ("CoBo > FedAvg", "cobo", "fedavg")), ("recovery_figure",)),
+}
+REGIMES = {"short": PAPERS, "paper": REGIME}
 
 
 def pm(mean: float, low: float, high: float, digits: int = 4, scale: float = 1.0,
@@ -220,9 +306,75 @@ def recovery_figure(block: Block, res: Results, figures: Path) -> str:
     return image(path, figures, f"{block.key}: cluster recovery over rounds")
 
 
+#: the trained check: the last share of the evaluations, and the largest rise allowed over it
+LAST_SHARE, FLAT = 0.2, 0.02
+
+
+def trained_table(block: Block, res: Results, figures: Path) -> str:
+    """Per algorithm, on the mean test accuracy over seeds per evaluation: the final value, the
+    best over the last :data:`LAST_SHARE` of the rounds (at least the last two evaluations) and
+    the rise over that window; trained when the final is within :data:`FLAT` of the best and
+    the rise is at most :data:`FLAT` (the curve has flattened, it is not still climbing)."""
+    curves = accuracy_curves(res).groupby(["algorithm", "round"], sort=False)["value"].mean()
+    lines = header(["algorithm", "final", f"best, last {LAST_SHARE:.0%} of rounds",
+                    "rise over them (pts)", "trained?"])
+    for label in res.summary["algorithms"]:
+        curve = curves[label].sort_index()
+        rounds = curve.index.to_numpy()
+        start = min(rounds[-2], rounds[-1] - LAST_SHARE * rounds[-1]) if len(rounds) > 1 \
+            else rounds[-1]
+        window = curve[curve.index >= start]
+        final, best, rise = curve.iloc[-1], window.max(), curve.iloc[-1] - window.iloc[0]
+        ok = final >= best - FLAT and rise <= FLAT
+        lines.append(row([label, f"{final:.4f}", f"{best:.4f}", f"{100 * rise:+.2f}",
+                          "yes" if ok else "no"]))
+    return "\n".join(lines)
+
+
+def claim_verdict(d: dict, text: str) -> str:
+    """A claim "A > B" is reproduced when the paired 95% interval of A − B lies above 0; "A ≥ B"
+    when it does not lie below 0; an interval below 0 is "not reproduced (reversed)"; an
+    interval around 0 of a strict claim is a tie."""
+    if d["ci_high"] < 0:
+        return "not reproduced (reversed)"
+    if d["ci_low"] > 0 or "≥" in text:
+        return "reproduced"
+    return "tie (interval contains 0)"
+
+
+def claims_table(block: Block, res: Results, figures: Path) -> str:
+    """Each headline claim: the paired differences of the mean test accuracy over seeds."""
+    lines = header(["paper's claim", "A − B", "paired diff (±95% CI)", "per seed (pts)",
+                    "verdict"])
+    for text, a, b in block.claims:
+        d = paired_difference(res.summary, a, b, "mean_accuracy")
+        lines.append(row([text, f"{a} − {b}", points(d),
+                          ", ".join(f"{100 * v:+.2f}" for v in d["per_seed"]),
+                          claim_verdict(d, text)]))
+    return "\n".join(lines)
+
+
+def tuning_table(block: Block, res: Results, figures: Path) -> str:
+    """The learning-rate protocol: seed 0's mean validation accuracy over clients at the last
+    evaluation, per algorithm and grid value (one lr for all algorithms per run), the value it
+    chooses (the highest; ties to the smaller lr) and the lr the scenario trains the algorithm
+    with (they must agree: "≠" marks a scenario that does not follow its protocol)."""
+    grid = {s.lr: Results(folder(s, res.dir.parent)) for s in tuning_studies(block.study)}
+    val = {lr: accuracy_curves(r, "val").sort_values("round").groupby("algorithm")["value"]
+           .last() for lr, r in grid.items()}
+    lines = header(["algorithm"] + [f"lr {lr:g}" for lr in grid] + ["chosen", "scenario"])
+    for label, lr in own_lrs(block.study.load()).items():
+        scores = {g: float(v[label]) for g, v in val.items()}
+        chosen = max(scores, key=lambda g: (scores[g], -g))
+        lines.append(row([label] + [f"{v:.4f}" for v in scores.values()]
+                         + [f"{chosen:g}", f"{lr:g}" + ("" if lr == chosen else " ≠")]))
+    return "\n".join(lines)
+
+
 PARTS: dict[str, Callable[[Block, Results, Path], str]] = {
     "accuracy": accuracy_table, "paired": paired_table, "graph": graph_table,
-    "figure": accuracy_figure, "recovery_figure": recovery_figure}
+    "figure": accuracy_figure, "recovery_figure": recovery_figure, "trained": trained_table,
+    "claims": claims_table, "tuning": tuning_table}
 
 
 def folder(study: Study, results: Path) -> Path:
@@ -242,6 +394,11 @@ def missing(study: Study, results: Path) -> str | None:
 def command(study: Study, results: Path) -> str:
     """The netsim command line that writes the study's folder."""
     sets = "".join(f" --set {k}={v}" for k, v in study.overrides)
+    if study.lr is not None:   # the same runs as Study.load's (an algorithm's own lr set to it)
+        raw = Study(study.scenario, study.seeds, study.overrides, study.drop).load().raw
+        own = [label_of(a) for a in raw["algorithms"] if a != without_lr(a)]
+        sets += "".join(f" --set algorithms.{label}.train.lr={study.lr:g}" for label in own)
+        sets += f" --set train.lr={study.lr:g} --set name={study.name}"
     return (f"netsim run scenarios/{study.scenario}.yaml --seeds "
             f"{' '.join(map(str, study.seeds))}{sets} --out {results}")
 
@@ -267,6 +424,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--run", action="store_true",
                    help="run (or resume) the scenarios whose folders are missing or unfinished")
     p.add_argument("--only", choices=list(PAPERS), help="one paper")
+    p.add_argument("--regime", choices=list(REGIMES), default="short",
+                   help="short: the runs at the papers' client counts (issue 20's tables); "
+                   "paper: the papers in their own regime (scenarios/regime/, 5 seeds, the "
+                   "learning-rate protocol's grid runs)")
     p.add_argument("--doc", type=Path, default=DOC,
                    help="the markdown file to rewrite (default: docs/papers/reproduction.md); "
                    "figures go into reproduction/ next to it")
@@ -275,17 +436,19 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
-    blocks = [b for paper, bs in PAPERS.items() if a.only in (None, paper) for b in bs]
+    blocks = [b for paper, bs in REGIMES[a.regime].items() if a.only in (None, paper)
+              for b in bs]
     if a.run:
-        for study in dict.fromkeys(b.study for b in blocks):
+        for study in dict.fromkeys(s for b in blocks for s in b.studies()):
             run(study.load(), seeds=list(study.seeds), out=a.results, resume=True,
                 threads=THREADS)
     doc, figures, lacking = a.doc.read_text(), a.doc.parent / "reproduction", False
     for block in blocks:
-        why = missing(block.study, a.results)
-        if why:
-            print(f"{why}: {folder(block.study, a.results)} (block '{block.key}'; write it with "
-                  f"--run or: {command(block.study, a.results)})", file=sys.stderr)
+        absent = [(s, why) for s in block.studies() if (why := missing(s, a.results))]
+        for study, why in absent:
+            print(f"{why}: {folder(study, a.results)} (block '{block.key}'; write it with "
+                  f"--run or: {command(study, a.results)})", file=sys.stderr)
+        if absent:
             lacking = True
             continue
         res = Results(folder(block.study, a.results))

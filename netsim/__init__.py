@@ -5,16 +5,16 @@
 ``register_link_model`` add components from a script. Examples: docs/python_api.md.
 
 These names and the submodules (``netsim.plot``, ...) are imported on first use
-(:mod:`netsim.lazy`): ``import netsim`` alone loads no torch.
+(:mod:`netsim.util.lazy`): ``import netsim`` alone loads no torch.
 """
-import netsim.threads  # noqa: F401  (first: OpenMP's short spin, before torch is loaded)
+import netsim.util.threads  # noqa: F401  (first: OpenMP's short spin, before torch is loaded)
 from netsim._version import __version__  # noqa: E402
 from netsim.errors import ConfigError  # noqa: E402
-from netsim.lazy import lazy_getattr  # noqa: E402
+from netsim.util.lazy import lazy_getattr  # noqa: E402
 
 __getattr__ = lazy_getattr(__name__, {
-    "Scenario": "netsim.config", "run": "netsim.runner", "Results": "netsim.results",
-    "run_sweep": "netsim.api", "SweepResults": "netsim.api",
+    "Scenario": "netsim.scenario.config", "run": "netsim.running.runner",
+    "Results": "netsim.results", "run_sweep": "netsim.api", "SweepResults": "netsim.api",
     "register_algorithm": "netsim.api", "register_link_model": "netsim.api"})
 
 __all__ = ["Scenario", "run", "Results", "run_sweep", "SweepResults", "register_algorithm",

@@ -12,9 +12,9 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from netsim.config import Scenario
-from netsim.folder_lock import FolderLock
 from netsim.results import Results, atomic_write, open_folder
+from netsim.results.folder_lock import FolderLock
+from netsim.scenario.config import Scenario
 
 
 class SweepResults:
@@ -66,12 +66,12 @@ def run_sweep(sweep: Any, grid: Mapping[str, list] | None = None, *,
               quiet: bool = False) -> SweepResults:
     """Run (or resume) a robustness study and return its results.
 
-    ``sweep`` is a sweep YAML file (or a ``netsim.sweep.Sweep``), as ``netsim sweep FILE``;
+    ``sweep`` is a sweep YAML file (or a ``netsim.running.sweep.Sweep``), as ``netsim sweep FILE``;
     with ``grid`` or ``cases`` it is the base scenario instead (a :class:`~netsim.Scenario` or
     a scenario YAML path) and the keywords are the sweep file's keys (``seeds`` default [0],
     ``name`` default the scenario's name + ``_sweep``). ``quiet``: no line per finished run.
     """
-    from netsim.sweep import Sweep, run_sweep as run_file
+    from netsim.running.sweep import Sweep, run_sweep as run_file
 
     log: Callable[[str], None] = (lambda text: None) if quiet else print
     if grid is None and cases is None:
@@ -105,10 +105,10 @@ def register_algorithm(name: str):
 
 
 def register_link_model(name: str, fields: Mapping | None = None):
-    """Class decorator: register a ``netsim.network.LinkModel`` subclass under ``name`` with its
+    """Class decorator: register a ``netsim.links.LinkModel`` subclass under ``name`` with its
     parameters ``fields`` ({param: netsim.schema.Field}); it is built as
     ``cls(adjacency, rng, **params)`` and its ``up(t)`` says which directed links are up."""
-    from netsim.network.links import LINKS, LinkModel
+    from netsim.links.models import LINKS, LinkModel
 
     def deco(cls):
         if not (isinstance(cls, type) and issubclass(cls, LinkModel)):

@@ -14,7 +14,7 @@ import argparse
 import numpy as np
 
 import netsim
-from netsim.network import LinkModel
+from netsim.links import LinkModel
 from netsim.plot import write_run_figures
 from netsim.schema import Field
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 import netsim
-from netsim.network import TraceLinks
+from netsim.links import TraceLinks
 
 TRACE = Path(__file__).resolve().parent / "data" / "contact_trace.csv"
 LINKS = {"name": "trace", "path": str(TRACE), "symmetric": True, "period": 20.0}

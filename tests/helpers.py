@@ -3,7 +3,7 @@ this folder on ``sys.path``, conftest.py's folder). A test file keeps what only 
 from __future__ import annotations
 
 from netsim import Scenario
-from netsim.loop import build_algorithm
+from netsim.running.loop import build_algorithm
 
 # the small run of most whole-run tests (results contract, analyses, figures, output, sweeps)
 TINY = {

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from netsim import free_memory, memory
 from netsim.cli import main
-from netsim.config import Scenario
 from netsim.errors import ConfigError
+from netsim.scenario import memory
+from netsim.scenario.config import Scenario
+from netsim.util import free_memory
 
 from helpers import TINY, fails
 
@@ -79,7 +80,7 @@ def test_sweep_settings_are_checked_before_any_run(files, tmp_path, capsys):
 
 
 def test_sweep_seeds_and_set(files, capsys):
-    from netsim.sweep import Sweep
+    from netsim.running.sweep import Sweep
 
     _, sweep = files
     assert main(["sweep", str(sweep), "--dry-run", "--seeds", "0", "1", "2"]) == 0

@@ -17,12 +17,13 @@ import pytest
 import torch
 import yaml
 
-import netsim.threads as nt
-from netsim import Scenario, free_memory, run
+import netsim.util.threads as nt
+from netsim import Scenario, run
 from netsim.cli import main
 from netsim.errors import MAX_LINE, ConfigError
 from netsim.results import ResultsWriter
-from netsim.sweep import pool_size
+from netsim.running.sweep import pool_size
+from netsim.util import free_memory
 
 from helpers import TINY, fails
 
@@ -108,7 +109,7 @@ def test_fine_tuning_follows_the_rounds():
     """The quickstart's fedavg_ft fine-tunes a quarter of its 40 rounds, as its former
     ``finetune_rounds: 10``; the default share gives a fifth (rounds // 5), as before."""
     from algorithms.fedavg import FedAvgFT
-    from netsim.loop import build_algorithm
+    from netsim.running.loop import build_algorithm
 
     quickstart = Path(__file__).parent.parent / "scenarios" / "quickstart.yaml"
     alg = build_algorithm(Scenario.load(quickstart).with_overrides({"clients": 4}), 2)
@@ -181,7 +182,7 @@ def test_memory_is_estimated_before_data_is_made(scen, tmp_path, capsys, monkeyp
 
 def test_threads_are_capped_and_split(scen, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(nt, "cores", lambda: 1)
-    monkeypatch.setattr("netsim.sweep.machine_cores", lambda: 1)
+    monkeypatch.setattr("netsim.running.sweep.machine_cores", lambda: 1)
     warns(capsys, ["run", str(scen), "--threads", "10000", "--out", str(tmp_path / "a"), "-q"],
           "threads: 10000 threads capped at 1", "cores of this machine")
     assert json.loads((tmp_path / "a/tiny/summary.json").read_text())["threads"] == 1
@@ -189,7 +190,7 @@ def test_threads_are_capped_and_split(scen, tmp_path, capsys, monkeypatch):
     sweep.write_text(yaml.safe_dump({"scenario": str(scen), "grid": {"train.lr": [0.1, 0.2]}}))
     warns(capsys, ["sweep", str(sweep), "--threads", "100000", "--dry-run"],
           "sweep.executor.threads: 100000 threads capped at 1")
-    monkeypatch.setattr("netsim.sweep.machine_cores", lambda: 8)
+    monkeypatch.setattr("netsim.running.sweep.machine_cores", lambda: 8)
     local = {"name": "local", "workers": None, "threads": None}
     assert pool_size(local, 3) == (3, 2) and pool_size(local, 100) == (8, 1)
     assert pool_size({**local, "workers": 2}, 100) == (2, 4)
@@ -231,7 +232,7 @@ def test_disk_full_and_ctrl_c_say_what_is_kept_and_how_to_resume(scen, tmp_path,
     def stop(*args, **kwargs):
         raise KeyboardInterrupt
     with monkeypatch.context() as m:
-        m.setattr("netsim.runner.run_loop", stop)
+        m.setattr("netsim.running.runner.run_loop", stop)
         capsys.readouterr()
         assert main([*argv, "--overwrite"]) == 130
     err = capsys.readouterr().err

@@ -5,8 +5,8 @@ import pytest
 import yaml
 
 from netsim.cli import DEFAULT_SCENARIO, main
-from netsim.config import Scenario
 from netsim.errors import ConfigError
+from netsim.scenario.config import Scenario
 
 BASE = Scenario.load(DEFAULT_SCENARIO)
 

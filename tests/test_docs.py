@@ -34,15 +34,15 @@ How blocks run
     ``clients``) with ``netsim sweep --dry-run``.
 
 How runs are shortened
-    ``netsim.runner.run`` (behind ``netsim run``, ``netsim.run`` and every run of a sweep) is
-    wrapped: the scenario, validated in full first (so its errors are the real ones), runs with
+    ``netsim.running.runner.run`` (behind ``netsim run``, ``netsim.run`` and every run of a sweep)
+    is wrapped: the scenario, validated in full first (so its errors are the real ones), runs with
     at most 8 clients and 3 rounds (the first variant that validates: 8 or all clients; an
     algorithm's ``finetune_rounds`` capped below the rounds, ``tau_init`` left to its default),
     no figures and no progress bar, and the first of its seeds only. The description of the
     shortened run carries a hash of the full run's config and seeds, so that netsim's refusal to
     write over another run's folder (or its reuse of the same run's) behaves as for the full
-    runs. A sweep (``netsim.sweep.Sweep``) keeps its first seed, the first 2 values of its x axis
-    and the first value of every other grid key, and runs serially in this process.
+    runs. A sweep (``netsim.running.sweep.Sweep``) keeps its first seed, the first 2 values of its x
+    axis and the first value of every other grid key, and runs serially in this process.
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ TAG = "[docs test: shortened stand-in for run"
 #: innermost last: is the running netsim command a sweep's dry run (every grid point validated,
 #: not only the shortened sweep's)
 FULL_SWEEPS: list[bool] = []
-#: every component registry (netsim.registry.Registry), found by the ``shortening`` context
+#: every component registry (netsim.schema.registry.Registry), found by the ``shortening`` context
 REGISTRIES: list = []
 
 
@@ -278,9 +278,9 @@ def validate_command(argv: list[str]) -> str:
             raise AssertionError(f"`{shlex.join(argv)}`: netsim's parser refused it:\n"
                                  f"{buf.getvalue()}") from exc
     if args[0] == "run":
-        from netsim import memory
-        from netsim.config import Scenario
         from netsim.errors import ConfigError
+        from netsim.scenario import memory
+        from netsim.scenario.config import Scenario
 
         try:
             cfg = Scenario.load(parsed.scenario or DEFAULT_SCENARIO).with_overrides(
@@ -296,8 +296,8 @@ def validate_command(argv: list[str]) -> str:
 def _shortened(scenario, seeds):
     """(the shortened stand-in of a valid scenario, its seeds) — see the module docstring."""
     import netsim.results
-    from netsim.config import Scenario
     from netsim.errors import ConfigError
+    from netsim.scenario.config import Scenario
 
     full = scenario.resolve()
     seeds = list(seeds) if seeds else [full["seed"]]
@@ -342,15 +342,15 @@ def shortening(monkeypatch):
     import netsim
     import netsim.data  # noqa: F401
     import netsim.models  # noqa: F401
-    import netsim.network.links  # noqa: F401
-    import netsim.pool
-    import netsim.runner
-    import netsim.sweep
+    import netsim.links.models  # noqa: F401
+    import netsim.running.runner
+    import netsim.running.sweep
+    import netsim.util.pool
     import topologies  # noqa: F401
-    from netsim.config import Scenario
-    from netsim.registry import Registry
+    from netsim.scenario.config import Scenario
+    from netsim.schema.registry import Registry
 
-    real_run = netsim.runner.run
+    real_run = netsim.running.runner.run
 
     def run(scenario, seeds=None, out=None, **kwargs):
         sc = scenario if isinstance(scenario, Scenario) else Scenario.load(scenario)
@@ -362,8 +362,8 @@ def shortening(monkeypatch):
         return real_run(sc, seeds=seeds, out=out, **kwargs)
 
     monkeypatch.setattr(netsim, "run", run)         # first: netsim.run (lazy) is loaded unpatched
-    monkeypatch.setattr(netsim.runner, "run", run)
-    real_init = netsim.sweep.Sweep.__init__
+    monkeypatch.setattr(netsim.running.runner, "run", run)
+    real_init = netsim.running.sweep.Sweep.__init__
 
     def sweep_init(self, raw, path=None):
         real_init(self, raw, path)
@@ -374,8 +374,8 @@ def shortening(monkeypatch):
                              for k, v in self.spec["grid"].items()}
         self.spec["executor"].update(name="serial", threads=1)
 
-    monkeypatch.setattr(netsim.sweep.Sweep, "__init__", sweep_init)
-    monkeypatch.setattr(netsim.pool, "start_early", lambda *a, **k: None)
+    monkeypatch.setattr(netsim.running.sweep.Sweep, "__init__", sweep_init)
+    monkeypatch.setattr(netsim.util.pool, "start_early", lambda *a, **k: None)
     REGISTRIES[:] = [o for o in gc.get_objects() if type(o) is Registry]
     for reg in REGISTRIES:
         monkeypatch.setattr(reg, "_items", dict(reg._items))

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from netsim.runtime.mixing import push_sum_weights
-from netsim.config import _validate_network
-from netsim.rng import Streams
+from netsim.scenario.config import _validate_network
+from netsim.util.rng import Streams
 from netsim.sim.engine import Simulator
 from netsim.sim.policy import Policy
 from netsim.sim.queueing import fifo_finish

@@ -18,10 +18,10 @@ from matplotlib.figure import Figure
 from matplotlib.text import Annotation, Text
 
 import netsim
-from netsim.manifest import recorded
 from netsim.plot import plot_accuracy, plot_robustness, write_run_figures
 from netsim.plot.panels import MAX_SERIES
 from netsim.plot.style import PAGE, log_scale, looks
+from netsim.results.manifest import recorded
 from helpers import tiny
 
 # 9 algorithms: more series than the 8 colours of the palette, and than a panel holds

@@ -13,13 +13,13 @@ from netsim import run
 from netsim.analysis import edges, oracle_matrix
 from netsim.analysis.folder import client_rows, client_table, rebuild_data
 from netsim.analysis.series import accuracy_curves
+from netsim.analysis.sweep_table import robustness_table
 from netsim.cli import main
 from netsim.plot import KINDS, plot_robustness, write_run_figures
 from netsim.plot.matrices import MASK_COLOUR, draw_collaboration
 from netsim.plot.outer import draw_outer_weights, plot_outer_weights
 from netsim.plot.style import new_figure
 from netsim.results import Results, ResultsWriter
-from netsim.sweep_table import robustness_table
 from helpers import tiny
 
 ALGS = ["local", "oracle", "sgp"]

@@ -1,6 +1,6 @@
-"""One writer per results folder (netsim.folder_lock) and never a deleted file netsim did not
-write (netsim.manifest): a second writer is refused naming the holder, a killed writer's lock
-is taken over, foreign files survive every rerun, a symlinked folder is refused, and a resumed
+"""One writer per results folder (netsim.results.folder_lock) and never a deleted file netsim did
+not write (netsim.results.manifest): a second writer is refused naming the holder, a killed writer's
+lock is taken over, foreign files survive every rerun, a symlinked folder is refused, and a resumed
 run drops the partial run's analyses."""
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import yaml
 from netsim import Results, Scenario, run
 from netsim.cli import main
 from netsim.errors import ConfigError
-from netsim.folder_lock import LOCK, FolderLock
-from netsim.callbacks import Callback
-from netsim.manifest import MANIFEST, recorded
+from netsim.results.folder_lock import LOCK, FolderLock
+from netsim.results.manifest import MANIFEST, recorded
+from netsim.running.callbacks import Callback
 
 from helpers import TINY
 
@@ -32,7 +32,7 @@ GATED = """
 import sys, time
 from pathlib import Path
 from netsim import run
-from netsim.callbacks import Callback
+from netsim.running.callbacks import Callback
 
 class Gate(Callback):
     def on_round(self, alg, t):
@@ -114,7 +114,7 @@ def test_killed_writer_leaves_a_stale_lock_the_next_run_takes_over(scenario_file
 
 
 def test_sweep_folder_is_locked_against_a_second_sweep(tmp_path):
-    from netsim.sweep import run_sweep
+    from netsim.running.sweep import run_sweep
 
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(SMALL))
     path = tmp_path / "s.yaml"

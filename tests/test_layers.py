@@ -5,8 +5,8 @@ Every import statement counts: at module level, inside a function, under ``TYPE_
 import names the module it reads (``from netsim.sim import engine`` and ``from netsim.sim.engine
 import X`` both name ``netsim.sim.engine``; ``from netsim.data import X`` names the package
 ``netsim.data``), except a name a package exports lazily through a literal map
-(``lazy_getattr(__name__, {...})``, netsim/lazy.py): ``from netsim import run`` names
-``netsim.runner``. What ``algorithms/__init__.py`` imports by ``importlib`` (every algorithm
+(``lazy_getattr(__name__, {...})``, netsim/util/lazy.py): ``from netsim import run`` names
+``netsim.running.runner``. What ``algorithms/__init__.py`` imports by ``importlib`` (every algorithm
 module, to register it) is no import statement and is not counted.
 
 A module's layer is the entry of :data:`LAYERS` naming its file, or else the longest entry naming
@@ -24,24 +24,16 @@ PACKAGES = ("netsim", "algorithms", "topologies")
 
 #: the layers, bottom to top: (name, the files and folders of its modules)
 LAYERS = (
-    ("utilities", ("netsim/__init__.py", "netsim/_version.py", "netsim/allocator.py",
-                   "netsim/atomic.py", "netsim/device.py", "netsim/errors.py",
-                   "netsim/free_memory.py", "netsim/lazy.py", "netsim/params.py",
-                   "netsim/parent_watch.py", "netsim/pool.py", "netsim/progress.py",
-                   "netsim/registry.py", "netsim/rng.py", "netsim/schema.py",
-                   "netsim/strict_yaml.py", "netsim/text_file.py", "netsim/threads.py")),
-    ("components", ("netsim/data/", "netsim/models/", "netsim/network/", "topologies/")),
+    ("utilities", ("netsim/__init__.py", "netsim/_version.py", "netsim/errors.py", "netsim/util/",
+                   "netsim/schema/")),
+    ("components", ("netsim/data/", "netsim/models/", "netsim/links/", "topologies/")),
     ("engine", ("netsim/sim/", "netsim/runtime/")),
     ("algorithms", ("algorithms/",)),
-    ("scenario", ("netsim/config.py", "netsim/memory.py")),
-    ("results", ("netsim/results.py", "netsim/folder_lock.py", "netsim/manifest.py",
-                 "netsim/readable.py")),
-    ("analysis", ("netsim/summary.py", "netsim/analysis/", "netsim/plot/",
-                  "netsim/sweep_table.py")),
-    ("run", ("netsim/callbacks.py", "netsim/loop.py", "netsim/checkpoint.py",
-             "netsim/recorder.py", "netsim/runner.py", "netsim/sweep.py")),
-    ("interface", ("netsim/cli.py", "netsim/cli_report.py", "netsim/api.py",
-                   "netsim/reference.py")),
+    ("scenario", ("netsim/scenario/",)),
+    ("results", ("netsim/results/",)),
+    ("analysis", ("netsim/analysis/", "netsim/plot/")),
+    ("run", ("netsim/running/",)),
+    ("interface", ("netsim/api.py", "netsim/cli/")),
 )
 #: (importer, imported) modules allowed to import up the layers, with the reason: none
 EXCEPTIONS: dict[tuple[str, str], str] = {}
@@ -150,6 +142,14 @@ def test_every_module_has_a_layer_and_every_entry_a_file():
     assert len(entries) == len(set(entries))
 
 
+def test_the_tree_says_the_layers():
+    """A layer is whole packages; netsim/ itself keeps at most 8 modules (the entry points, the
+    version and the errors every layer raises)."""
+    assert len(list((ROOT / "netsim").glob("*.py"))) <= 8
+    for _, entries in LAYERS:
+        assert all(e.endswith("/") or e.count("/") == 1 for e in entries), entries
+
+
 def test_no_import_cycle():
     assert _cycles(GRAPH) == []
 
@@ -165,7 +165,7 @@ def test_no_import_goes_up_a_layer():
 
 def test_the_check_sees_function_level_and_lazy_imports():
     """The walk is not blind: imports inside functions and lazily exported names count."""
-    assert "netsim.plot" in GRAPH["netsim.runner"]                 # inside _finish
-    assert "netsim.runner" in GRAPH["netsim.cli"]                  # inside cmd_run
-    assert _known("netsim.run") == "netsim.runner"
+    assert "netsim.plot" in GRAPH["netsim.running.runner"]         # inside _finish
+    assert "netsim.running.runner" in GRAPH["netsim.cli"]          # inside cmd_run
+    assert _known("netsim.run") == "netsim.running.runner"
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -15,7 +15,7 @@ from netsim.data import DATASETS, build_client_data, load_dataset
 from netsim.data import mnist1d as m1d
 from netsim.errors import ConfigError
 from netsim.models import build_model
-from netsim.rng import Streams
+from netsim.util.rng import Streams
 
 SMALL = 1000
 
@@ -216,3 +216,33 @@ def test_short_run_learns(tmp_path, monkeypatch, shared_cache, model, floor):
     for alg in ("local", "fedavg"):
         acc = res.summary["algorithms"][alg]["mean_accuracy"]
         assert np.isfinite(acc) and acc > floor, (alg, acc)
+
+
+def test_more_classes_add_random_templates_shaped_like_the_digits(cache):
+    """``classes: 20``: the ten digits and ten random templates (deterministic from the seed,
+    shaped as the package shapes its digits), 20 balanced classes, their own cache entry; the ten
+    digits keep the cache key they had before ``classes`` existed."""
+    from mnist1d.data import get_templates
+
+    t = m1d.templates(20, 7)
+    assert m1d.templates(10, 7) is None
+    np.testing.assert_array_equal(t["x"][:10], get_templates()["x"])
+    np.testing.assert_array_equal(t["x"], m1d.templates(20, 7)["x"])
+    assert not np.array_equal(t["x"][10:], m1d.templates(20, 8)["x"][10:])
+    extra = t["x"][10:] * 6.0                   # whitened, then shifted to start at 0
+    np.testing.assert_allclose(extra[:, 0], 0.0, atol=1e-12)
+    np.testing.assert_allclose(extra[:, -1], 0.0, atol=1e-12)
+    np.testing.assert_allclose(extra.std(1), 1.0, rtol=1e-12)
+    assert t["y"].tolist() == list(range(20))
+    ds = load_dataset({"name": "mnist1d", "samples": SMALL, "classes": 20},
+                      np.random.default_rng(0))
+    assert ds.num_classes == 20 and np.bincount(ds.y).tolist() == [SMALL // 20] * 20
+    assert m1d.cache_path(SMALL, 3) == m1d.cache_path(SMALL, 3, 10) != m1d.cache_path(SMALL, 3, 20)
+    assert len(list((cache / "mnist1d").glob("*.npz"))) == 1
+    sc = Scenario({"clients": 4, "data": {"dataset": {"name": "mnist1d", "classes": 20},
+                                          "partition": {"name": "class_clusters", "clusters": 2,
+                                                        "local_labels": True}},
+                   "model": "mlp", "algorithms": ["local"]})
+    assert sc.resolve()["data"]["dataset"]["classes"] == 20
+    with pytest.raises(ConfigError, match="classes"):
+        Scenario({**sc.raw, "data": {"dataset": {"name": "mnist1d", "classes": 5}}}).resolve()

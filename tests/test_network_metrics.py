@@ -73,7 +73,7 @@ def test_results_format_lists_the_declared_metrics():
 def test_a_network_csv_of_an_earlier_netsim_is_still_read():
     """A folder written before a metric was declared (network.csv without it) is read by
     ``netsim analyze`` and ``netsim figures``; a table with unknown columns is not."""
-    from netsim.readable import _readable
+    from netsim.results.readable import _readable
 
     earlier = [c for c in NETWORK_COLUMNS if c != "messages_blocked"]
     assert _readable(",".join(earlier), NETWORK_COLUMNS)

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from netsim.errors import ConfigError
-from netsim.network import (make_compute, make_failures, make_latency, make_links, make_loss,
-                            validate_compute, validate_failures, validate_latency,
-                            validate_links, validate_loss)
-from netsim.network.edges import Edges
+from netsim.links import (make_compute, make_failures, make_latency, make_links, make_loss,
+                          validate_compute, validate_failures, validate_latency, validate_links,
+                          validate_loss)
+from netsim.links.edges import Edges
 
 COMPLETE10 = ~np.eye(10, dtype=bool)
 EDGES10 = Edges.from_matrix(COMPLETE10)
@@ -299,7 +299,7 @@ def test_same_seed_same_draws():
 def test_a_link_model_must_define_one_method_of_each_pair():
     """up/up_edges and availability/availability_edges are defined through each other: a
     subclass with neither of a pair is refused when it is defined (not a RecursionError later)."""
-    from netsim.network.links import LinkModel
+    from netsim.links.models import LinkModel
 
     with pytest.raises(TypeError, match="neither availability nor availability_edges"):
         class OnlyUp(LinkModel):

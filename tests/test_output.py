@@ -8,7 +8,7 @@ import yaml
 
 from netsim.analysis import format_table
 from netsim.cli import DEFAULT_SCENARIO, main
-from netsim.progress import INTERVAL, Progress
+from netsim.util.progress import INTERVAL, Progress
 from helpers import TINY
 
 

@@ -11,8 +11,8 @@ import yaml
 from netsim import Results, Scenario, run
 from netsim.cli import main
 from netsim.errors import ConfigError
-from netsim.manifest import record
 from netsim.results import INCOMPLETE, ResultsWriter
+from netsim.results.manifest import record
 
 from helpers import TINY
 
@@ -116,7 +116,7 @@ def test_foreign_folder_is_never_cleared(tmp_path):
 
 
 def test_interrupted_run_is_marked_and_analyze_figures_warn(tmp_path, monkeypatch, capsys):
-    from netsim.recorder import Recorder
+    from netsim.running.recorder import Recorder
 
     finish = Recorder.finish
     calls = []

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from netsim import Scenario, run
-from netsim.callbacks import Diverged
-from netsim.loop import HealthCheck, finite_rows
+from netsim.running.callbacks import Diverged
+from netsim.running.loop import HealthCheck, finite_rows
 from netsim.runtime.mixing import push_sum_weights
 from netsim.runtime.pushsum import PushSum, check_graph
 from helpers import build, play

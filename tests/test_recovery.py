@@ -11,7 +11,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from netsim.analysis import (adjusted_rand, community_ari, mass_precision, outer_affinity,
                              recovery_scores)
-from netsim.summary import print_table
+from netsim.analysis.summary import print_table
 
 
 def test_block_diagonal_weights_recover_the_clusters_exactly():

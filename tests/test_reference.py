@@ -1,4 +1,4 @@
-"""The generated reference (netsim/reference.py): docs/reference.md is current, every analysis
+"""The generated reference (netsim/cli/reference.py): docs/reference.md is current, every analysis
 column has a definition, only shipped components are listed, and table cells stay cells."""
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import re
 import numpy as np
 import pandas as pd
 
-from netsim import reference
 from netsim.analysis import community_analysis, graph_metrics, group_shares, link_metrics
 from netsim.analysis.columns import COLUMNS
 from netsim.analysis.series import time_to_target
 from netsim.analysis.table import TABLE_ROWS
-from netsim.registry import Registry
+from netsim.cli import reference
 from netsim.schema import Field
+from netsim.schema.registry import Registry
 
 
 def test_committed_reference_is_current():
@@ -24,7 +24,7 @@ def test_committed_reference_is_current():
         diff = "\n".join(list(difflib.unified_diff(committed.splitlines(), fresh.splitlines(),
                                                    "committed", "generated", lineterm=""))[:40])
         raise AssertionError(f"docs/reference.md is stale: run `{reference.COMMAND}` (or "
-                             f"`python -m netsim.reference`) and commit it\n{diff}")
+                             f"`python -m netsim.cli.reference`) and commit it\n{diff}")
 
 
 def test_every_analysis_column_is_defined():
@@ -49,10 +49,10 @@ def _component(reg: Registry, name: str, module: str, fields: dict) -> None:
 
 def test_only_shipped_components_are_listed():
     reg = Registry("widget")
-    _component(reg, "shipped", "netsim.network.widgets", {"k": Field("int", 3, "a count", lo=1)})
+    _component(reg, "shipped", "netsim.links.widgets", {"k": Field("int", 3, "a count", lo=1)})
     _component(reg, "mine", "my_script", {})
     text = "\n".join(reference.registry_section("Widgets", "network.widget", reg, "test."))
-    assert "`shipped`" in text and "`netsim/network/widgets.py`" in text
+    assert "`shipped`" in text and "`netsim/links/widgets.py`" in text
     assert "mine" not in text
     assert "| `k` | `3` | an int >= 1 | a count |" in text
 

@@ -1,5 +1,5 @@
-"""netsim run --resume (netsim.checkpoint): a run interrupted at any point and resumed from its
-last checkpoint ends with the same files as an uninterrupted run, byte for byte."""
+"""netsim run --resume (netsim.running.checkpoint): a run interrupted at any point and resumed from
+its last checkpoint ends with the same files as an uninterrupted run, byte for byte."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from netsim import Scenario, run
-from netsim.callbacks import Callback
+from netsim.running.callbacks import Callback
 
 TINY = {
     "name": "resume", "seed": 0, "clients": 6,
@@ -121,7 +121,7 @@ def test_default_checkpoints_wait_for_the_time_floor(monkeypatch):
     """``checkpoint_every: null``: a checkpoint due every rounds // 4 rounds is written only once
     CHECKPOINT_SECONDS of wall time have passed since the run's start or the last one; an
     explicit k writes every k rounds."""
-    from netsim import checkpoint
+    from netsim.running import checkpoint
 
     clock = [100.0]
     monkeypatch.setattr(checkpoint.time, "monotonic", lambda: clock[0])

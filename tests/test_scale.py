@@ -9,14 +9,14 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from netsim import memory
-from netsim.config import Scenario, _validate_network
-from netsim.network import make_latency, make_links, make_loss, validate_latency, validate_links
-from netsim.network.draws import UniformAt
-from netsim.network.edges import Edges
-from netsim.rng import Streams
+from netsim.links import make_latency, make_links, make_loss, validate_latency, validate_links
+from netsim.links.draws import UniformAt
+from netsim.links.edges import Edges
+from netsim.scenario import memory
+from netsim.scenario.config import Scenario, _validate_network
 from netsim.sim.engine import Simulator
 from netsim.sim.queueing import RADIX_MIN, fifo_finish, queue_last, queue_order, segment_cumsum
+from netsim.util.rng import Streams
 from topologies import build_topology
 from topologies.generators import _seed
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from netsim.config import Scenario
-from netsim.sweep import Sweep
+from netsim.running.sweep import Sweep
+from netsim.scenario.config import Scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 SWEEPS = sorted(p for p in SCENARIOS.glob("robustness_*.yaml") if p.stem != "robustness_base")

@@ -11,7 +11,7 @@ import yaml
 from netsim import Scenario, run
 from netsim.errors import ConfigError
 from netsim.analysis.stats import mean_ci
-from netsim.sweep import Sweep, run_sweep
+from netsim.running.sweep import Sweep, run_sweep
 
 from helpers import TINY
 
@@ -103,7 +103,7 @@ def test_process_pool_gives_the_serial_numbers(sweep_file, tmp_path):
 def test_fork_server_starts_early_only_for_a_local_pool(sweep_file, tmp_path):
     """``netsim sweep`` starts the pool's fork server before its own imports only where the
     sweep will use a pool of two or more workers."""
-    from netsim.pool import start_early
+    from netsim.util.pool import start_early
     raw = yaml.safe_load(sweep_file.read_text())
     for executor, workers, expected in (({"name": "serial"}, None, False),
                                         ({"name": "local", "workers": 1}, None, False),

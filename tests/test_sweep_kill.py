@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from netsim.sweep import Sweep, run_sweep
+from netsim.running.sweep import Sweep, run_sweep
 
 from helpers import TINY
 

@@ -1,5 +1,5 @@
 """Torch threads of a run: --threads, the scenario's threads: and netsim's default, one per core
-with a short OpenMP spin (netsim.threads)."""
+with a short OpenMP spin (netsim.util.threads)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-import netsim.threads as nt
+import netsim.util.threads as nt
 from netsim import Scenario, run
 from netsim.errors import ConfigError
 
@@ -35,15 +35,15 @@ def test_default_is_one_thread_per_core_unless_omp_num_threads_says(tmp_path, mo
 
 
 def test_import_netsim_sets_a_short_openmp_spin_before_torch_loads():
-    """``import netsim``, ``netsim --help`` and argument errors load no torch (netsim.lazy); the
-    first name that needs it loads it after netsim.threads."""
+    """``import netsim``, ``netsim --help`` and argument errors load no torch (netsim.util.lazy);
+    the first name that needs it loads it after netsim.util.threads."""
     code = ("import os, sys, netsim, netsim.cli\n"
             "for argv in (['--help'], ['validate', '--help'], ['run', '--bogus']):\n"
             "    try: netsim.cli.build_parser().parse_args(argv)\n"
             "    except SystemExit: pass\n"
             "assert 'torch' not in sys.modules\n"
             "netsim.Scenario; m = list(sys.modules)\n"                # modules in import order
-            "assert m.index('netsim.threads') < m.index('torch')\n"
+            "assert m.index('netsim.util.threads') < m.index('torch')\n"
             "print(os.environ['GOMP_SPINCOUNT'])")
     env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
@@ -51,7 +51,7 @@ def test_import_netsim_sets_a_short_openmp_spin_before_torch_loads():
 
 
 def test_results_do_not_depend_on_the_thread_count(tmp_path):
-    """MLP runs give the same bytes with 1 and 2 threads (CNNs need not: netsim.threads)."""
+    """MLP runs give the same bytes with 1 and 2 threads (CNNs need not: netsim.util.threads)."""
     scen = dict(TINY, model={"name": "mlp", "hidden": [256]}, algorithms=["fedavg", "sgp", "cobo"],
                 schedule={"rounds": 2, "eval_every": 1})
     try:
@@ -72,9 +72,9 @@ def test_bad_threads_are_refused(bad):
 
 
 def test_malloc_thresholds_are_fixed_on_glibc_unless_the_user_set_them(monkeypatch):
-    """netsim.allocator: glibc's mmap / trim thresholds are fixed for a run (mallopt returns 1),
-    left alone where the user set one, and nothing is done on another C library."""
-    from netsim import allocator
+    """netsim.util.allocator: glibc's mmap / trim thresholds are fixed for a run (mallopt returns
+    1), left alone where the user set one, and nothing is done on another C library."""
+    from netsim.util import allocator
     glibc = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
     assert allocator.tune_malloc() is glibc
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1048576")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from netsim.errors import ConfigError
-from netsim.network import make_links, validate_links
+from netsim.links import make_links, validate_links
 
 TRACE = """# a comment
 src,dst,start,end

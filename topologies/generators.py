@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Callable, Mapping
 import numpy as np
 
 from netsim.errors import ConfigError
-from netsim.registry import Registry
 from netsim.schema import Field
-from netsim.text_file import read_text
+from netsim.schema.registry import Registry
+from netsim.util.text_file import read_text
 
 if TYPE_CHECKING:                    # networkx is imported where a graph is built (0.1 s)
     import networkx as nx

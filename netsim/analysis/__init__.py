@@ -6,12 +6,12 @@ W as learned), ``temporal`` (stability, joint connectivity),
 ``stats`` (confidence intervals). A results folder: ``folder`` (its runs and each seed's ground
 truth), ``series`` (accuracy curves, graph metrics per evaluation), ``per_run`` (``analyze``),
 ``table`` (the printed table; ``columns`` defines its rows), ``export`` (analysis.json/csv, GraphML). Robustness tables over
-several folders: :mod:`netsim.sweep_table`.
+several folders: :mod:`netsim.analysis.sweep_table`.
 
-The names below are imported on first use (:mod:`netsim.lazy`), so what needs one analysis
+The names below are imported on first use (:mod:`netsim.util.lazy`), so what needs one analysis
 (the end of every run: ``graphs``) does not load the others' scikit-learn, pandas and scipy.
 """
-from netsim.lazy import lazy_getattr
+from netsim.util.lazy import lazy_getattr
 
 #: submodule -> the names it exports here
 _EXPORTS = {

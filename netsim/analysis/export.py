@@ -1,6 +1,6 @@
 """Writing an analysis into its results folder: ``analysis.json`` (non-finite numbers as null),
 ``analysis.csv`` (one row per algorithm and seed) and GraphML files of every run's graphs, each
-listed in the folder's manifest (netsim.manifest) as one of netsim's files."""
+listed in the folder's manifest (netsim.results.manifest) as one of netsim's files."""
 from __future__ import annotations
 
 import json
@@ -12,8 +12,8 @@ import pandas as pd
 
 from netsim.analysis.folder import as_results, client_table, has_arrays, runs
 from netsim.analysis.graphs import collab_graph, largest_off_diagonal
-from netsim.manifest import record
 from netsim.results import Results, write_own
+from netsim.results.manifest import record
 
 
 def to_frame(analysis: dict) -> pd.DataFrame:

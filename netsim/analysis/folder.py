@@ -34,7 +34,7 @@ def rebuild_data(res: Results, seed: int | None = None):
     e.g. a dataset folder or an extension module missing on this machine."""
     from netsim.data import build_client_data
     from netsim.errors import ConfigError
-    from netsim.rng import Streams
+    from netsim.util.rng import Streams
 
     cfg = res.config
     seed = runs(res)[0][1] if seed is None else seed

@@ -22,8 +22,8 @@ from typing import Callable
 
 import numpy as np
 
-from netsim.registry import Registry
 from netsim.schema import Field
+from netsim.schema.registry import Registry
 
 DATASETS = Registry("dataset")
 
@@ -113,7 +113,7 @@ def load_dataset(spec: dict | str, rng: np.random.Generator, path: str = "data.d
     load = DATASETS.get(spec["name"], f"{path}.name").obj
     size = dataset_info(spec).size
     if size is not None:
-        from netsim.free_memory import require
+        from netsim.util.free_memory import require
         require(size[1], "cpu", f"{path}.{size[0]}", spec[size[0]], f"a {spec['name']} dataset")
     params = {k: v for k, v in spec.items() if k != "name"}
     if spec["name"] in _FILES:

@@ -16,6 +16,12 @@ Samples: ``make_dataset`` makes ``ceil(samples / 10)`` of each class, shuffles t
 standardises the whole set (mean 0, standard deviation 1); the first ``samples`` are kept (a
 multiple of 10 gives exactly ``samples / 10`` per class; otherwise at most 9 are dropped). The package's own train/test split is not used
 (netsim splits every client's samples itself). Inputs are float32 ``[n, 1, 40]``.
+
+More classes: ``classes: C`` above 10 keeps the ten digit templates and adds ``C - 10`` random
+ones (:func:`templates`), each shaped as the digits are (12 points that start and end at the
+baseline, whitened, scaled by 1/6) and drawn from the dataset's seed; the package's generator
+then transforms every template alike. This gives the class blocks that an experiment with many
+disjoint classes needs (CoBo's cross-device split: 10 clusters of 10 classes) without a download.
 """
 from __future__ import annotations
 
@@ -47,6 +53,7 @@ LENGTH = GENERATION_ARGS["final_seq_length"]
 CACHE_FORMAT = 1
 CACHE_ENV = "NETSIM_CACHE"
 MIN_SAMPLES = 100
+MAX_CLASSES = 1000
 
 
 def cache_root() -> Path:
@@ -63,15 +70,40 @@ def package_version() -> str:
                           "pip install mnist1d") from None
 
 
-def cache_path(samples: int, seed: int) -> Path:
-    """Where the arrays of ``samples`` signals generated from ``seed`` are cached."""
-    key = json.dumps({"format": CACHE_FORMAT, "samples": samples, "seed": seed,
-                      "args": GENERATION_ARGS, "mnist1d": package_version()}, sort_keys=True)
+def cache_path(samples: int, seed: int, classes: int = CLASSES) -> Path:
+    """Where the arrays of ``samples`` signals of ``classes`` classes generated from ``seed`` are
+    cached (the ten digits' key is that of the arrays cached before ``classes`` existed)."""
+    fields = {"format": CACHE_FORMAT, "samples": samples, "seed": seed,
+              "args": GENERATION_ARGS, "mnist1d": package_version()}
+    if classes != CLASSES:
+        fields["classes"] = classes
+    key = json.dumps(fields, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return cache_root() / "mnist1d" / f"mnist1d-n{samples}-seed{seed}-{digest}.npz"
 
 
-def generate(samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def templates(classes: int, seed: int) -> dict | None:
+    """The package's ten digit templates plus ``classes - 10`` random ones (None for the ten).
+
+    A random template: 12 points, the first and the last at the digits' baseline 5, the other
+    ten uniform in [2.5, 7.5] (the digits' range); then, as the package does with the digits,
+    whitened (mean 0, standard deviation 1), shifted to start at 0 and divided by 6."""
+    if classes == CLASSES:
+        return None
+    from mnist1d.data import get_templates
+
+    digits = get_templates()
+    rng = np.random.default_rng([seed, classes])
+    raw = np.full((classes - CLASSES, GENERATION_ARGS["template_len"]), 5.0)
+    raw[:, 1:-1] = rng.uniform(2.5, 7.5, (classes - CLASSES, raw.shape[1] - 2))
+    raw -= raw.mean(1, keepdims=True)
+    raw /= raw.std(1, keepdims=True)
+    raw -= raw[:, :1]
+    return {"x": np.concatenate([digits["x"], raw / 6.0]), "t": digits["t"],
+            "y": np.arange(classes)}
+
+
+def generate(samples: int, seed: int, classes: int = CLASSES) -> tuple[np.ndarray, np.ndarray]:
     """Run the package's generator: x float32 ``[samples, 1, 40]``, y int64 ``[samples]``.
 
     numpy's and Python's global random states are saved before and restored after, whatever
@@ -84,12 +116,12 @@ def generate(samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     args = get_dataset_args()            # an ObjectView: make_dataset reads attributes
     for k, v in GENERATION_ARGS.items():
         setattr(args, k, list(v) if isinstance(v, list) else v)
-    args.num_samples = -(-samples // CLASSES) * CLASSES
+    args.num_samples = -(-samples // classes) * classes
     args.seed = seed
     args.url = None                      # never fetched: make_dataset does not download
     np_state, py_state = np.random.get_state(), random.getstate()
     try:
-        out = make_dataset(args)
+        out = make_dataset(args, templates(classes, seed))
     finally:
         np.random.set_state(np_state)
         random.setstate(py_state)
@@ -113,7 +145,7 @@ def _read(path: Path, samples: int) -> tuple[np.ndarray, np.ndarray] | None:
 
 def _write(path: Path, x: np.ndarray, y: np.ndarray) -> None:
     """Cache the arrays atomically; a cache that cannot be written is only a warning."""
-    from netsim.atomic import atomic_write
+    from netsim.util.atomic import atomic_write
 
     buf = io.BytesIO()
     np.savez(buf, x=x, y=y)
@@ -125,13 +157,14 @@ def _write(path: Path, x: np.ndarray, y: np.ndarray) -> None:
                       "folder to keep it", RuntimeWarning, stacklevel=3)
 
 
-def mnist1d_arrays(samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``samples`` MNIST-1D signals generated from ``seed``, from the cache when there (read-only
-    arrays: x float32 ``[samples, 1, 40]``, y int64 ``[samples]``)."""
-    path = cache_path(samples, seed)
+def mnist1d_arrays(samples: int, seed: int,
+                   classes: int = CLASSES) -> tuple[np.ndarray, np.ndarray]:
+    """``samples`` MNIST-1D signals of ``classes`` classes generated from ``seed``, from the cache
+    when there (read-only arrays: x float32 ``[samples, 1, 40]``, y int64 ``[samples]``)."""
+    path = cache_path(samples, seed, classes)
     found = _read(path, samples)
     if found is None:
-        found = generate(samples, seed)
+        found = generate(samples, seed, classes)
         _write(path, *found)
     for a in found:
         a.flags.writeable = False
@@ -141,13 +174,18 @@ def mnist1d_arrays(samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 @dataset("mnist1d", {
     "samples": Field("int", 40000, "number of signals generated (before each client's val/test "
                      "split); the default gives 100 clients 400 each", lo=MIN_SAMPLES),
-}, lambda spec: DatasetInfo("classification", CLASSES,
+    "classes": Field("int", CLASSES, "number of classes: the ten digit templates, then random "
+                     "templates shaped like them (CoBo's class blocks need 100)", lo=CLASSES,
+                     hi=MAX_CLASSES),
+}, lambda spec: DatasetInfo("classification", spec["classes"],
                             size=generated_size("samples", spec["samples"], LENGTH)))
-def mnist1d(rng: np.random.Generator, samples: int) -> RawDataset:
-    """MNIST-1D (Greydanus 2020): 40-point 1-D digit signals (1, 40), 10 classes, generated.
+def mnist1d(rng: np.random.Generator, samples: int, classes: int) -> RawDataset:
+    """MNIST-1D (Greydanus 2020): 40-point 1-D signals (1, 40), 10 digit classes or more, generated.
+
+    ``classes`` above 10 adds random templates shaped like the digits (:func:`templates`).
 
     Generated by the ``mnist1d`` package from a seed drawn from the data stream (no download),
     cached under ``$NETSIM_CACHE`` (default ``~/.cache/netsim``)."""
     seed = int(rng.integers(0, 2 ** 32))
-    x, y = mnist1d_arrays(samples, seed)
-    return RawDataset(x, y, CLASSES, (1, LENGTH), "classification", "mnist1d")
+    x, y = mnist1d_arrays(samples, seed, classes)
+    return RawDataset(x, y, classes, (1, LENGTH), "classification", "mnist1d")

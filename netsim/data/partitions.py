@@ -21,8 +21,8 @@ import numpy as np
 
 from netsim.data.datasets import DatasetInfo, RawDataset, draw_range
 from netsim.errors import ConfigError
-from netsim.registry import Registry
 from netsim.schema import Field
+from netsim.schema.registry import Registry
 
 PARTITIONS = Registry("partition")
 

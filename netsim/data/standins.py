@@ -135,8 +135,8 @@ _CLASSES = {"cifar10": 10, "cifar100": 100, "mnist_files": 10, "cinic10": 10}
 def check_standin(dataset: str, samples_per_class: int, writers: int, split: str) -> None:
     """Refuse (ConfigError, named as ``netsim standin``'s options) an unknown dataset or EMNIST
     split, counts below 1, and a stand-in whose samples do not fit in the free memory."""
-    from netsim.free_memory import require
     from netsim.schema import Field
+    from netsim.util.free_memory import require
 
     if dataset not in STANDINS:
         raise ConfigError("dataset", dataset, ", ".join(STANDINS))

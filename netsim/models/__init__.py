@@ -14,7 +14,7 @@ from netsim.errors import ConfigError
 from netsim.models.base import BatchedModel, SequentialModel
 from netsim.models.zoo import BACKENDS, MODELS
 from netsim.models import lstm  # noqa: F401  (registers char_lstm)
-from netsim.device import resolve_device
+from netsim.util.device import resolve_device
 
 TASKS = ("classification", "regression")
 

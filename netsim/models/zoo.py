@@ -14,7 +14,7 @@ from netsim.models.base import (BatchedModel, BatchNorm, Chain, Conv, Conv1d, De
                                 Layer, MaxPool, Params, ReLU, ReLU6, Residual, SequentialModel,
                                 SignalView, View)
 from netsim.errors import ConfigError
-from netsim.registry import Registry
+from netsim.schema.registry import Registry
 from netsim.schema import Field
 
 MODELS = Registry("model")

@@ -21,7 +21,12 @@ def command_line(argv: list[str] | None = None) -> str:
     argv = list(sys.argv if argv is None else argv) or ["python"]
     head = Path(argv[0])
     if head.name == "__main__.py":
-        words = ["python", "-m", head.parent.name]
+        package = head.resolve().parent
+        names = [package.name]
+        while (package.parent / "__init__.py").is_file():      # a subpackage: python -m a.b
+            package = package.parent
+            names.insert(0, package.name)
+        words = ["python", "-m", ".".join(names)]
     elif head.suffix == ".py":
         words = ["python", argv[0]]
     else:

@@ -1,5 +1,5 @@
 """Small multiples of curves over seeds: a figure of more than :data:`MAX_SERIES` series becomes
-one panel per group of the run table (netsim.summary.TABLE_GROUPS: baselines, federated,
+one panel per group of the run table (netsim.analysis.summary.TABLE_GROUPS: baselines, federated,
 clustered, decentralised, learned graph, learned weights), each with Local and Oracle (where they
 ran) as grey reference curves and its own legend; :func:`draw_panel` draws one panel (bands from
 MIN_BAND_SEEDS seeds, a curve drawn on an equal one says so, zeros left out of a log axis;
@@ -48,7 +48,7 @@ def split(order: list[str], registered: dict[str, str] | None) -> list[Panel]:
     Local and Oracle as references of every other group's panels."""
     if registered is None or len(order) <= MAX_SERIES:
         return [Panel("", tuple(order))]
-    from netsim.summary import TABLE_GROUPS, table_group
+    from netsim.analysis.summary import TABLE_GROUPS, table_group
 
     refs = [a for a in order if registered.get(a) in REFERENCE_NAMES]
     groups: dict[str, list[str]] = {}

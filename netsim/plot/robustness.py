@@ -8,11 +8,11 @@ from pathlib import Path
 import matplotlib
 import pandas as pd
 
+from netsim.analysis.sweep_table import param_label
 from netsim.plot.caption import Caption, seed_counts
 from netsim.plot.panels import Curve, draw_panel, panel_legend, split, split_text
 from netsim.plot.style import (COLUMN, MIN_BAND_SEEDS, PAGE, clamp, log_scale, looks,
                                metric_axis, new_figure, save, styled)
-from netsim.sweep_table import param_label
 
 
 def _curves(table: pd.DataFrame, scale: float) -> dict[str, Curve]:

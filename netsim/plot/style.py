@@ -16,8 +16,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
-from netsim.atomic import atomic_write
-from netsim.manifest import record_figures
+from netsim.results.manifest import record_figures
+from netsim.util.atomic import atomic_write
 
 # Okabe & Ito (2008): distinguishable under the common colour-vision deficiencies
 # (yellow last: the weakest on white)
@@ -147,7 +147,7 @@ def save(fig: Figure, path: str | Path, pdf: bool = False, caption=None) -> list
     """Write ``path`` (PNG) and, with ``pdf``, the same figure as vector PDF next to it: laid out
     once (:func:`freeze_layout`), the PNG drawn once; with a ``caption``
     (netsim.plot.caption.Caption) its text in ``path`` with suffix ``.txt``. In a results
-    folder's ``figures/`` these are netsim's own files (netsim.manifest.record_figures).
+    folder's ``figures/`` these are netsim's own files (netsim.results.manifest.record_figures).
     Returns the figure files."""
     path = Path(path)
     paths = [path, path.with_suffix(".pdf")] if pdf else [path]

@@ -34,7 +34,7 @@ from torch import Tensor
 
 from netsim.errors import ConfigError
 from netsim.models.base import BatchedModel, Params
-from netsim.device import resolve_device
+from netsim.util.device import resolve_device
 from netsim.runtime.mixing import Matrix, mix
 from netsim.runtime.scratch import Scratch
 from netsim.runtime.sgd import SGD

@@ -1,7 +1,7 @@
 """Typed training hyper-parameters: a scenario's ``train`` section and one SGD step's settings.
 
-:class:`Train` is the validated ``train`` section (``netsim.config.TRAIN_FIELDS``) of a scenario
-or of one algorithm's override; :class:`SGD` is what :meth:`ClientBank.sgd_step` takes
+:class:`Train` is the validated ``train`` section (``netsim.scenario.config.TRAIN_FIELDS``) of a
+scenario or of one algorithm's override; :class:`SGD` is what :meth:`ClientBank.sgd_step` takes
 (``torch.optim.SGD`` semantics: lr, momentum, weight decay, Nesterov, plus a per-client
 gradient-norm clip).
 """

@@ -11,7 +11,7 @@ here as SimPy events and returns plain arrays (docs/architecture.md, "The layers
 
 State and work grow with the E edges of the base graph, not with N^2 (issue 18): the engine keeps
 its per-pair state (links, latencies, losses, the peers accepted this round, the newest copy
-received) as arrays over the edges (:class:`~netsim.network.edges.Edges`, receiver-major), and
+received) as arrays over the edges (:class:`~netsim.links.edges.Edges`, receiver-major), and
 a phase's messages as arrays over the messages. Nothing in a run waits on a single node, so each
 phase is one SimPy event (its end: the last node finishing or the deadline in a compute phase,
 the last receiver stopping in an exchange); the per-node outcomes (who finished before the
@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import simpy
 
-from netsim.network import (make_compute, make_failures, make_latency, make_links, make_loss)
-from netsim.network.edges import Edges
-from netsim.rng import Streams
+from netsim.links import (make_compute, make_failures, make_latency, make_links, make_loss)
+from netsim.links.edges import Edges
 from netsim.sim.accounting import METRIC_NAMES
 from netsim.sim.policy import Policy
 from netsim.sim.queueing import (fifo_finish, grouped_cumsum, queue_last, queue_order,
                                   segment_cumsum)
 from netsim.sim.trace import Trace
+from netsim.util.rng import Streams
 
 if TYPE_CHECKING:
     import networkx as nx

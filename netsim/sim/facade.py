@@ -14,10 +14,10 @@ from functools import cached_property
 
 import numpy as np
 
-from netsim.network.edges import Edges
-from netsim.rng import Streams
+from netsim.links.edges import Edges
 from netsim.sim.engine import ComputeResult, ExchangeResult, Simulator
 from netsim.sim.policy import Policy
+from netsim.util.rng import Streams
 from topologies import build_topology
 
 

@@ -1,0 +1,1 @@
+"""Run layer: the runs of a scenario and of a sweep: the round loop, its callbacks and files."""

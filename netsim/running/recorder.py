@@ -1,0 +1,89 @@
+"""The recorder of one (algorithm, seed) run: a callback of the run loop that writes its
+evaluations (metrics.csv) and network rows (network.csv) as the run goes and, at the end, its
+arrays (``collab/``, ``links/``, ``accounting/``, the algorithm's own) and trace."""
+from __future__ import annotations
+
+import numpy as np
+
+from netsim.results import NETWORK_COLUMNS, ResultsWriter
+from netsim.running.callbacks import Callback, Diverged
+from netsim.util.progress import NoProgress, Progress
+
+
+class Recorder(Callback):
+    """Collects one (algorithm, seed) run's evaluations, network rows, W and links (a callback
+    of the run loop) and writes its arrays at the end (:meth:`finish`)."""
+
+    def __init__(self, writer: ResultsWriter, label: str, seed: int, data,
+                 progress: Progress | NoProgress):
+        self.writer, self.label, self.seed = writer, label, seed
+        self.progress = progress
+        self.collab: list[np.ndarray] = []
+        self.collab_rounds: list[int] = []
+        self.final: dict[str, np.ndarray] = {}
+        self.extras: dict[str, dict[str, np.ndarray]] = {}
+        self.sim_time = 0.0
+        self._eval = {s: data.full(s) for s in ("val", "test")}
+        #: clients without samples of a split: no score there (NaN, an empty cell of metrics.csv)
+        self._empty = {s: (data.n[s] == 0).cpu().numpy() for s in self._eval}
+
+    def on_eval(self, alg, rnd: int) -> None:
+        """Evaluate every client's personalised model on its val and test split."""
+        flat = alg.personal_models()
+        rows = []
+        for split, (x, y, mask) in self._eval.items():
+            acc, loss = alg.bank.evaluate(x, y, mask, flat=flat)
+            acc_np = None if acc is None else acc.detach().cpu().numpy()
+            loss_np = loss.detach().cpu().numpy()
+            bad = np.flatnonzero(~np.isfinite(loss_np))
+            if bad.size:
+                raise Diverged(rnd, int(bad[0]), f"{split} loss non-finite")
+            empty = self._empty[split]
+            if empty.any():
+                loss_np = np.where(empty, np.nan, loss_np).astype(loss_np.dtype)
+                if acc_np is not None:
+                    acc_np = np.where(empty, np.nan, acc_np).astype(acc_np.dtype)
+            for i in range(alg.n):
+                rows.append((self.label, self.seed, rnd, alg.sim.now, i, split,
+                             None if acc_np is None else acc_np[i], loss_np[i]))
+            self.final[split] = acc_np if acc_np is not None else -loss_np
+            self.final[split + "_loss"] = loss_np
+        self.writer.add_metrics(rows)
+        w = alg.collaboration()
+        if w is not None:
+            self.collab.append(np.asarray(w, np.float32)[: alg.n, : alg.n])
+            self.collab_rounds.append(rnd)
+        self.sim_time = alg.sim.now
+
+    def on_step(self, alg, row: dict) -> None:
+        self.writer.add_network([(self.label, self.seed,          # then the engine row's columns
+                                  *(row[c] for c in NETWORK_COLUMNS[2:]))])
+
+    def state(self) -> dict:
+        """What a checkpoint keeps of this recorder (restored into a fresh one on resume)."""
+        return {k: self.__dict__[k] for k in ("collab", "collab_rounds", "final", "sim_time")}
+
+    def restore(self, state: dict) -> None:
+        """Go on from :meth:`state` of the interrupted run (``--resume``)."""
+        self.__dict__.update(state)
+
+    def on_round(self, alg, t: int) -> None:
+        self.progress.advance()
+
+    def finish(self, alg) -> None:
+        if self.collab:
+            self.writer.write_arrays("collab", self.label, self.seed, W=np.stack(self.collab),
+                                     rounds=np.asarray(self.collab_rounds))
+        if alg.links_log:
+            self.writer.write_arrays("links", self.label, self.seed, **alg.links_log.arrays())
+        self.extras = alg.extra_arrays()
+        for kind, arrays in self.extras.items():
+            self.writer.write_arrays(kind, self.label, self.seed, **arrays)
+        if alg.sim.peer_history:
+            self.writer.write_arrays("accounting", self.label, self.seed,
+                                     peers=np.stack(alg.sim.peer_history),
+                                     bytes_sent=np.stack(alg.sim.bytes_history))
+        if alg.sim.trace is not None:
+            path = self.writer.path("trace", f"{self.label}_seed{self.seed}.csv")
+            path.parent.mkdir(exist_ok=True)
+            alg.sim.trace.write_csv(path)
