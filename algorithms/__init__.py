@@ -8,15 +8,16 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from netsim.schema.params import schema
 from netsim.schema.registry import Registry
 
 ALGORITHMS = Registry("algorithm")
 
 
 def register(name: str):
-    """Class decorator registering an Algorithm subclass with its ``fields`` schema."""
+    """Class decorator registering an Algorithm subclass with the schema of its ``params``."""
     def deco(cls):
-        return ALGORITHMS.register(name, fields=cls.fields)(cls)
+        return ALGORITHMS.register(name, fields=schema(cls.params))(cls)
     return deco
 
 

@@ -20,13 +20,27 @@ copy uses the scenario's optimiser like FedAvg.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
 from algorithms import register
-from algorithms.fedavg import SERVER_FIELDS, ServerAveraging
+from algorithms.fedavg import ServerAveraging, ServerParams
 from netsim.runtime import ClientBank
-from netsim.schema import Field
+from netsim.schema.params import param
+
+
+@dataclass(frozen=True)
+class APFLParams(ServerParams):
+    """APFL's parameters."""
+
+    alpha: float = param(0.25, "mixing weight alpha of the personal model (the initial value when "
+                         "adaptive)", lo=0, hi=1)
+    adaptive: bool = param(False, "learn alpha_i by SGD on f_i(vbar_i) every local step; false = "
+                           "fixed alpha")
+    alpha_lr: float | None = param(None, "step size of the alpha update; null = train.lr", lo=0)
+    alpha_reg: float = param(0.0, "regulariser of the alpha update (FedTorch: 0.02)", lo=0)
 
 
 @register("apfl")
@@ -35,16 +49,8 @@ class APFL(ServerAveraging):
 
     group = "federated"  # the run table's group
 
-    fields = {
-        **SERVER_FIELDS,
-        "alpha": Field("float", 0.25, "mixing weight alpha of the personal model (the initial "
-                       "value when adaptive)", lo=0, hi=1),
-        "adaptive": Field("bool", False, "learn alpha_i by SGD on f_i(vbar_i) every local step; "
-                          "false = fixed alpha"),
-        "alpha_lr": Field("float", None, "step size of the alpha update; null = train.lr", lo=0,
-                          nullable=True),
-        "alpha_reg": Field("float", 0.0, "regulariser of the alpha update (FedTorch: 0.02)", lo=0),
-    }
+    params = APFLParams
+    hp: APFLParams
 
     def __init__(self, ctx):
         super().__init__(ctx)

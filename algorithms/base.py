@@ -19,24 +19,22 @@ import torch
 from netsim.data import ClientData
 from netsim.models import BatchedModel
 from netsim.util.rng import Streams
-from netsim.schema.params import make_params
+from netsim.schema.params import Params, make_params, param
 from netsim.runtime import ClientBank
 from netsim.runtime.sgd import Train
 from netsim.runtime.pushsum import GraphCheck, check_graph
-from netsim.sim.engine import ExchangeResult, step_time_from_flops
-from netsim.sim.facade import Network
+from netsim.sim.facade import ExchangeResult, Network, step_time_from_flops
 from netsim.sim.links_log import LinksLog
 from netsim.sim.policy import Policy
-from netsim.schema import Field
 
 
 @dataclass(frozen=True)
-class Schedule:
-    """The rounds a run plays and when the run loop (:func:`netsim.running.loop.run_loop`)
-    evaluates."""
+class Schedule(Params):
+    """The ``schedule`` section: the rounds a run plays and when the run loop
+    (:func:`netsim.running.loop.run_loop`) evaluates."""
 
-    rounds: int
-    eval_every: int
+    rounds: int = param(20, "communication rounds", lo=1)
+    eval_every: int = param(5, "evaluate every k rounds (and after the last)", lo=1)
 
     @classmethod
     def from_config(cls, cfg: dict) -> Schedule:
@@ -81,7 +79,9 @@ class Algorithm:
     group: ClassVar[str] = "other"
 
     server: ClassVar[bool] = False
-    fields: ClassVar[dict[str, Field]] = {}
+    #: the parameters' dataclass, validated with the scenario; ``hp`` is its instance
+    params: ClassVar[type[Params]] = Params
+    hp: Params
     #: bytes per ordered pair of clients that the algorithm's dense ``[N, N]`` arrays take at the
     #: peak of a round (netsim.scenario.memory): at least the float64 collaboration matrix an
     #: evaluation reads
@@ -89,14 +89,13 @@ class Algorithm:
 
     def __init__(self, ctx: Context):
         self.ctx = ctx
-        self.hp = make_params(type(self).__name__, self.fields, ctx.spec)
-        self.train = Train.from_spec(ctx.spec["train"])
+        self.hp = make_params(self.params, ctx.spec)
+        self.train = make_params(Train, ctx.spec["train"])
         self.data = ctx.data
         self.n = ctx.cfg["clients"]
         self.device = ctx.device
         self.policy = Policy(**ctx.spec["policy"])
         self.net = Network.build(ctx.cfg, ctx.streams, self.policy, server=self.server)
-        self.sim = self.net.sim               # the engine, for the runner's accounting only
         self.gen = ctx.streams.torch("training", ctx.device)
         self.rng = ctx.streams.numpy("algorithm")
         compute = ctx.cfg["network"]["compute"]
@@ -130,9 +129,12 @@ class Algorithm:
                                 self.step_time, active=active, start=start, deadline=deadline)
 
     def exchange(self, request: np.ndarray, nbytes, ready: np.ndarray | None = None,
-                 round_start: float | None = None) -> ExchangeResult:
-        """Send along ``request[dst, src]`` under this algorithm's receiver policy."""
-        return self.net.exchange(request, nbytes, ready=ready, round_start=round_start)
+                 round_start: float | None = None,
+                 rows: torch.Tensor | int | None = None) -> ExchangeResult:
+        """Send along ``request[dst, src]`` under this algorithm's receiver policy; the messages
+        carry ``rows`` (sender j's row j; :meth:`Network.exchange`)."""
+        return self.net.exchange(request, nbytes, ready=ready, round_start=round_start,
+                                 rows=rows)
 
     def broadcast(self, to: np.ndarray, nbytes, steps: int | None = None):
         """Server sends ``nbytes`` to the clients ``to`` [N]; those that receive it start
@@ -176,6 +178,13 @@ class Algorithm:
     def personal_models(self) -> torch.Tensor:
         """The model each client uses, ``[N, d]``."""
         raise NotImplementedError
+
+    def evaluate(self, x: torch.Tensor, y: torch.Tensor,
+                 mask: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """Accuracy (None for regression) and loss ``[N]`` of every client's personal model on
+        its padded split ``x, y`` (``mask`` marks its real samples): the evaluation contract
+        the recorder relies on."""
+        return self.bank.evaluate(x, y, mask, flat=self.personal_models())
 
     def health(self) -> dict[str, torch.Tensor | tuple[torch.Tensor, torch.Tensor]]:
         """Tensors ``[N, ...]`` that must stay finite (checked after every round), or

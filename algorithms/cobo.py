@@ -13,8 +13,8 @@ midpoint ``z_ij = (x_i + x_j) / 2``. A round of Alg. 1 over the simulated networ
    ``w_ij <- Proj(w_ij + gamma <h_i, h_j>)`` (box [0, 1], symmetric; or the row simplex
    ``Delta_i`` of Remark 1). A pair with a missing message skips its update (never one-sided);
 3. Model-Training, eq. (2): ``x_i <- x_i - eta (g_i + rho sum_k w_ik (x_i - x_k))`` with the
-   freshest received copy of each ``x_k`` up to the receiver policy's ``max_staleness`` (a ring
-   buffer of the models sent in the last rounds); a peer without a usable copy drops out of the
+   freshest received copy of each ``x_k`` up to the receiver policy's ``max_staleness`` (the
+   copies the network's message store holds); a peer without a usable copy drops out of the
    sum for that step. The weights actually used are recorded (``effective/`` arrays).
 
 Over lossy links a pair's update needs every one of its messages in the round: 4 with the paper's
@@ -33,19 +33,61 @@ all of them: docs/specifications/cobo.md#code-differences.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import numpy as np
 import torch
 
 from algorithms import register
 from algorithms.base import Algorithm
-from algorithms.cobo_pairs import PROTOCOLS, exchange_pairs, relay_pairs
+from algorithms.cobo_pairs import PairProtocol, exchange_pairs, relay_pairs
 from algorithms.cobo_weights import pair_probability, project_simplex
 from netsim.errors import ConfigError
-from netsim.runtime.mailbox import Mailbox
-from netsim.schema import Field
-from netsim.sim.engine import ExchangeResult
+from netsim.schema.params import Params, param
+from netsim.sim.facade import ExchangeResult
 
-SAMPLING = ("constant", "time", "mixed", "all")
+#: the pair sampling of ``sampling`` (algorithms/cobo_weights.py)
+Sampling = Literal["constant", "time", "mixed", "all"]
+
+
+@dataclass(frozen=True)
+class CoBoParams(Params):
+    """CoBo's parameters."""
+
+    rho: float = param(0.05, "penalty weight rho of eq. (2) (code README: 0.05)", lo=0)
+    gamma: float = param(0.01, "step size gamma of the W ascent, eq. (1) (code: 0.01)", lo=0)
+    domain: Literal["box", "simplex"] = param(
+        "box", "box [0, 1] (symmetric W) or the row simplex (Remark 1)")
+    w_init: float | None = param(None, "initial off-diagonal weight; null = 1 (box, Alg. 1) or "
+                                 "1/(N-1) (simplex, LLM code)", lo=0, hi=1)
+    sampling: Sampling = param(
+        "constant", "pair sampling: constant O(1/n) (Alg. 1), time O(1/t), mixed, all pairs (Table "
+        "1)")
+    pair_rate: float = param(1.0, "constant rate c: p = c/n (paper 1, code 2)", lo=0, lo_open=True)
+    decay_power: float = param(1.0, "time-dependent p_t = (t+1)^-power (paper 1 = O(1/t), code "
+                               "0.5)", lo=0, lo_open=True)
+    mixed_switch: float = param(0.002, "mixed: share of rounds at the constant rate (paper 0.2 %, "
+                                "code 2 %)", lo=0, hi=1)
+    order: Literal["w_then_x", "x_then_w"] = param(
+        "w_then_x", "W update then model step (Alg. 1) or the code's x_then_w (round 0 steps with "
+        "W^0)")
+    gradient: Literal["raw", "ema"] = param(
+        "raw", "model-step direction: raw stochastic gradient (eq. 2) or the code's EMA momentum "
+        "of it, penalty outside")
+    ema_beta: float = param(0.9, "gradient: ema -- m <- beta m + (1 - beta) g", lo=0, hi=1)
+    similarity: Literal["inner", "cosine"] = param(
+        "inner", "W ascent direction: raw inner product (paper) or cosine (option)")
+    pair_batches: Literal["both", "first"] = param(
+        "both", "midpoint gradients on each end's own data, or both on client i's (the LLM code's "
+        "bug)")
+    protocol: PairProtocol = param(
+        "exchange", "pair messages: exchange = both models then both midpoint gradients (4 "
+        "messages, paper semantics); relay = one model, one reply [x_j, h_j], one inner product "
+        "back (3 messages)")
+    completion: Literal["none", "rate"] = param(
+        "none", "W step over lossy links: none, or rate = gamma divided by the pair's estimated "
+        "completion rate (importance weight)")
 
 
 @register("cobo")
@@ -54,38 +96,8 @@ class CoBo(Algorithm):
 
     group = "learned graph"  # the run table's group
 
-    fields = {
-        "rho": Field("float", 0.05, "penalty weight rho of eq. (2) (code README: 0.05)", lo=0),
-        "gamma": Field("float", 0.01, "step size gamma of the W ascent, eq. (1) (code: 0.01)", lo=0),
-        "domain": Field("str", "box", "box [0, 1] (symmetric W) or the row simplex (Remark 1)",
-                        choices=("box", "simplex")),
-        "w_init": Field("float", None, "initial off-diagonal weight; null = 1 (box, Alg. 1) or "
-                        "1/(N-1) (simplex, LLM code)", lo=0, hi=1, nullable=True),
-        "sampling": Field("str", "constant", "pair sampling: constant O(1/n) (Alg. 1), time "
-                          "O(1/t), mixed, all pairs (Table 1)", choices=SAMPLING),
-        "pair_rate": Field("float", 1.0, "constant rate c: p = c/n (paper 1, code 2)", lo=0,
-                           lo_open=True),
-        "decay_power": Field("float", 1.0, "time-dependent p_t = (t+1)^-power (paper 1 = O(1/t), "
-                             "code 0.5)", lo=0, lo_open=True),
-        "mixed_switch": Field("float", 0.002, "mixed: share of rounds at the constant rate "
-                              "(paper 0.2 %, code 2 %)", lo=0, hi=1),
-        "order": Field("str", "w_then_x", "W update then model step (Alg. 1) or the code's "
-                       "x_then_w (round 0 steps with W^0)", choices=("w_then_x", "x_then_w")),
-        "gradient": Field("str", "raw", "model-step direction: raw stochastic gradient (eq. 2) or "
-                          "the code's EMA momentum of it, penalty outside", choices=("raw", "ema")),
-        "ema_beta": Field("float", 0.9, "gradient: ema -- m <- beta m + (1 - beta) g", lo=0, hi=1),
-        "similarity": Field("str", "inner", "W ascent direction: raw inner product (paper) or "
-                            "cosine (option)", choices=("inner", "cosine")),
-        "pair_batches": Field("str", "both", "midpoint gradients on each end's own data, or both "
-                              "on client i's (the LLM code's bug)", choices=("both", "first")),
-        "protocol": Field("str", "exchange", "pair messages: exchange = both models then both "
-                          "midpoint gradients (4 messages, paper semantics); relay = one model, "
-                          "one reply [x_j, h_j], one inner product back (3 messages)",
-                          choices=PROTOCOLS),
-        "completion": Field("str", "none", "W step over lossy links: none, or rate = gamma "
-                            "divided by the pair's estimated completion rate (importance weight)",
-                            choices=("none", "rate")),
-    }
+    params = CoBoParams
+    hp: CoBoParams
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -97,7 +109,6 @@ class CoBo(Algorithm):
         if simplex:
             np.fill_diagonal(self.W, 0.0)
             self.W = project_simplex(self.W)
-        self.mail = Mailbox(n, self.policy.max_staleness + 1)   # the copies peers hold
         self.ema = torch.zeros_like(self.bank.flat) if p.gradient == "ema" else None
         self.stepped = torch.zeros(n, dtype=torch.bool, device=self.device)   # ema: m set
         self.effective: list[np.ndarray] = []
@@ -137,27 +148,25 @@ class CoBo(Algorithm):
             pairs = np.triu(self.rng.random((n, n)) < p_t, k=1)
         want = (self.W > 0) | pairs | pairs.T
         np.fill_diagonal(want, False)
-        sent = self.bank.flat.clone()
-        models = self.exchange(want, self.bank.size_bytes)
-        self.mail.post(models, sent, t)
+        models = self.exchange(want, self.bank.size_bytes, rows=self.bank.flat)
         self.log_links(models.delivered)
         self.sampled += pairs
         if self.hp.protocol == "exchange":       # Client-Selection's messages (cobo_pairs.py)
             a, b = exchange_pairs(self, pairs, models, self.bank.size_bytes)
         else:
             a, b, models = relay_pairs(self, pairs, models, self.bank.size_bytes)
-        self.commit(a, b)
+        self.commit(a, b, self.net.store.rows(models.payload))
         self.model_step(models, record=self.ctx.schedule.evaluates_after(t))
 
-    def commit(self, a: np.ndarray, b: np.ndarray) -> None:
-        """Apply eq. (1/4) on both ends of the completed pairs ``(a, b)`` and record them."""
+    def commit(self, a: np.ndarray, b: np.ndarray, x: torch.Tensor) -> None:
+        """Apply eq. (1/4) on both ends of the completed pairs ``(a, b)`` of the models ``x``
+        sent this round and record them."""
         if a.size:
-            self.update_w(a, b, self.midpoint_alignment(a, b))
+            self.update_w(a, b, self.midpoint_alignment(a, b, x))
         self.updated.append(np.stack([a, b]))
 
-    def midpoint_alignment(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def midpoint_alignment(self, a: np.ndarray, b: np.ndarray, x: torch.Tensor) -> np.ndarray:
         """``<grad f_a(z_ab; xi_a), grad f_b(z_ab; xi_b)>`` for all pairs in one batched call."""
-        x = self.mail.newest()
         ia = torch.as_tensor(a, device=self.device)
         ib = torch.as_tensor(b, device=self.device)
         z = 0.5 * (x[ia] + x[ib])
@@ -194,13 +203,14 @@ class CoBo(Algorithm):
             W[rows] = project_simplex(W[rows])
 
     def model_step(self, models: ExchangeResult, record: bool) -> None:
-        """Model-Training, eq. (2): E penalised SGD steps against the received peer copies."""
+        """Model-Training, eq. (2): E penalised SGD steps against the received peer copies (the
+        store's rows of each copy ``models`` says a receiver holds)."""
         eff = np.where(models.available, self.W, 0.0)
         np.fill_diagonal(eff, 0.0)
         w = torch.as_tensor(eff, dtype=self.bank.flat.dtype, device=self.device)
         rho = self.hp.rho
         row = rho * w.sum(1, keepdim=True)
-        pull = rho * self.mail.mix_stale(w, models.staleness)
+        pull = rho * self.net.store.mix(eff, models.held)
         done = self.compute_phase(active=self.net.alive()).finished
         idx, every = self.index(done, self.device), bool(done.all())
         tr = self.train

@@ -8,7 +8,10 @@ exchange ``models`` and returns the pairs ``(a, b)`` whose W update completes th
 one of their messages arrived -- for :meth:`algorithms.cobo.CoBo.commit` to apply
 ``w_ab <- Proj(w_ab + gamma <h_a, h_b>)`` on both ends. Neither computes a gradient: the midpoint
 gradients ``h = grad f(z_ab; xi)`` are one batched call in the commit; here they cost simulated
-compute (one local step per gradient) and their messages' bytes.
+compute (one local step per gradient) and their messages' bytes. A pair message is sent only
+after the sender's model of the round reached its receiver (or, the relay's reply, carries it),
+so it leaves the receiver holding that model: it carries the model exchange's rows
+(``models.payload``) in the network's message store.
 
 - :func:`exchange_pairs` (``protocol: exchange``, the paper's semantics, 4 messages): both
   models, then both midpoint gradients;
@@ -18,13 +21,15 @@ compute (one local step per gradient) and their messages' bytes.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 
 import numpy as np
 
 from algorithms.base import Algorithm
-from netsim.sim.engine import ExchangeResult
+from netsim.sim.facade import ExchangeResult
 
-PROTOCOLS = ("exchange", "relay")
+#: the pair messages of CoBo's ``protocol`` parameter
+PairProtocol = Literal["exchange", "relay"]
 SCALAR_BYTES = 8          # relay: the inner product <h_i, h_j> sent back (one float64)
 
 
@@ -40,7 +45,7 @@ def exchange_pairs(alg: Algorithm, pairs: np.ndarray, models: ExchangeResult,
         fin = comp.finished
         req = np.zeros((alg.n, alg.n), bool)
         req[a, b], req[b, a] = fin[b], fin[a]
-        grads = alg.exchange(req, model_bytes, ready=comp.finish_time)
+        grads = alg.exchange(req, model_bytes, ready=comp.finish_time, rows=models.payload)
         both = grads.delivered[a, b] & grads.delivered[b, a]
         a, b = a[both], b[both]
     return a, b
@@ -82,7 +87,7 @@ def relay_pairs(alg: Algorithm, pairs: np.ndarray, models: ExchangeResult,
                                  steps=np.bincount(resp, minlength=n))
         req = np.zeros((n, n), bool)
         req[init, resp] = comp.finished[resp]
-        reply = alg.exchange(req, 2 * model_bytes, ready=comp.finish_time)
+        reply = alg.exchange(req, 2 * model_bytes, ready=comp.finish_time, rows=models.payload)
         got = reply.delivered[init, resp]
         fresh[init[got], resp[got]] = True
         init, resp = init[got], resp[got]
@@ -91,10 +96,11 @@ def relay_pairs(alg: Algorithm, pairs: np.ndarray, models: ExchangeResult,
         comp = alg.compute_phase(active=steps > 0, steps=steps)
         req = np.zeros((n, n), bool)
         req[resp, init] = comp.finished[init]
-        back = alg.exchange(req, SCALAR_BYTES, ready=comp.finish_time)
+        back = alg.exchange(req, SCALAR_BYTES, ready=comp.finish_time, rows=models.payload)
         done = back.delivered[resp, init]
         init, resp = init[done], resp[done]
     lo, hi = np.minimum(init, resp), np.maximum(init, resp)
     order = np.lexsort((hi, lo))
     return lo[order], hi[order], replace(models, available=models.available | fresh,
-                                         staleness=np.where(fresh, 0, models.staleness))
+                                         staleness=np.where(fresh, 0, models.staleness),
+                                         held=np.where(fresh, models.payload, models.held))

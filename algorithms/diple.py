@@ -48,11 +48,14 @@ the local model (DiPLe becomes Local; docs/papers/diple.md has the measurements)
 Over the simulated network: every model transfer is a message on a directed link (j pushes to
 i, which only needs the link j -> i), requested only along base-topology edges. A stage-I
 candidate whose model does not arrive keeps its previous coefficient. In stage II a missing
-neighbour model is replaced by the newest copy i holds (a ring buffer of the models sent in the
-exchanges of the last ``policy.max_staleness + 1`` rounds, indexed by the engine's staleness);
-rows are renormalised over the copies that are available.
+neighbour model is replaced by the newest copy i holds, up to ``policy.max_staleness`` rounds old
+(the network's message store: every exchange carries the senders' local models); rows are
+renormalised over the copies that are available.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
@@ -62,9 +65,45 @@ from algorithms import register
 from algorithms.base import Algorithm
 from algorithms.diple_graph import GraphLearning
 from netsim.errors import ConfigError
-from netsim.runtime.mailbox import Mailbox
-from netsim.schema import Field
-from netsim.sim.engine import ExchangeResult
+from netsim.schema.params import Params, param
+from netsim.sim.facade import ExchangeResult
+
+@dataclass(frozen=True)
+class DiPLeParams(Params):
+    """DiPLe's parameters."""
+
+    epsilon: float = param(0.05, "bisection threshold eps (eq. 3); a < eps/2 is set to 0",
+                           lo=0, hi=0.5, lo_open=True)
+    stage2_steps: int = param(5, "T: stage-II steps per round", lo=1)
+    init_weight: float = param(0.5, "entries of A^0 (coefficient of a never-evaluated peer)",
+                               lo=0, hi=1, lo_open=True)
+    self_weight: Literal["odds", "raw"] = param(
+        "odds", "alpha_ii (ambiguity 1): odds r_ij = a_ij/(1-a_ij), alpha_ii = 1/(1+sum r); raw: "
+        "alpha_ii = init_weight, row normalised")
+    search: Literal["loss", "gradient"] = param(
+        "loss", "bisection test (ambiguity 2): loss (compare f_i at mid -/+ eps/4) or gradient "
+        "(sign of phi'(mid))")
+    bisection_split: Literal["val", "train"] = param("val", "data of f_i in the bisection (eq. 3)")
+    bisection_batch: int | None = param(None, "samples per client for f_i in the bisection, fixed "
+                                        "within a round; null = the whole split", lo=1)
+    unit: Literal["step", "epoch"] = param("step", "unit of E (ambiguity 3): step or epoch")
+    candidates: Literal["all", "neighbours", "sample"] = param(
+        "all", "peers evaluated in stage I (ambiguity 4): all, neighbours (a_ij^{r-1} > 0, Alg. 1) "
+        "or sample (sample_peers random peers)")
+    sample_peers: int = param(20, "m: random candidates per round with candidates: sample (paper N "
+                              "= 100: 20)", lo=1)
+    keep_neighbours: bool = param(False, "candidates: sample also re-evaluates the current "
+                                  "in-neighbours instead of learning the row anew")
+    mixture_init: Literal["own", "carry"] = param(
+        "own", "w_i at the start of stage II (ambiguity 5): own = w_loc,i^{r,0}; carry = last "
+        "round's")
+    grad_at: Literal["previous", "fresh"] = param(
+        "previous", "neighbour models in eq. 4 (ambiguity 6): previous = w_loc,j^{r,t} as written; "
+        "fresh = w_loc,j^{r,t+1}")
+    select_on: Literal["val", "train"] = param(
+        "val", "f_i of the end-of-round selection (ambiguity 7)")
+    mixture_lr: float | None = param(None, "eta of eq. 4; null = train.lr", lo=0, lo_open=True)
+
 
 @register("diple")
 class DiPLe(GraphLearning, Algorithm):
@@ -72,45 +111,12 @@ class DiPLe(GraphLearning, Algorithm):
 
     group = "learned graph"  # the run table's group
 
-    fields = {
-        "epsilon": Field("float", 0.05, "bisection threshold eps (eq. 3); a < eps/2 is set to 0",
-                         lo=0, hi=0.5, lo_open=True),
-        "stage2_steps": Field("int", 5, "T: stage-II steps per round", lo=1),
-        "init_weight": Field("float", 0.5, "entries of A^0 (coefficient of a never-evaluated peer)",
-                             lo=0, hi=1, lo_open=True),
-        "self_weight": Field("str", "odds", "alpha_ii (ambiguity 1): odds r_ij = a_ij/(1-a_ij), "
-                             "alpha_ii = 1/(1+sum r); raw: alpha_ii = init_weight, row normalised",
-                             choices=("odds", "raw")),
-        "search": Field("str", "loss", "bisection test (ambiguity 2): loss (compare f_i at mid -/+ "
-                        "eps/4) or gradient (sign of phi'(mid))", choices=("loss", "gradient")),
-        "bisection_split": Field("str", "val", "data of f_i in the bisection (eq. 3)",
-                                 choices=("val", "train")),
-        "bisection_batch": Field("int", None, "samples per client for f_i in the bisection, fixed "
-                                 "within a round; null = the whole split", lo=1, nullable=True),
-        "unit": Field("str", "step", "unit of E (ambiguity 3): step or epoch",
-                      choices=("step", "epoch")),
-        "candidates": Field("str", "all", "peers evaluated in stage I (ambiguity 4): all, "
-                            "neighbours (a_ij^{r-1} > 0, Alg. 1) or sample (sample_peers "
-                            "random peers)",
-                            choices=("all", "neighbours", "sample")),
-        "sample_peers": Field("int", 20, "m: random candidates per round with candidates: sample "
-                              "(paper N = 100: 20)", lo=1),
-        "keep_neighbours": Field("bool", False, "candidates: sample also re-evaluates the current "
-                                 "in-neighbours instead of learning the row anew"),
-        "mixture_init": Field("str", "own", "w_i at the start of stage II (ambiguity 5): own = "
-                              "w_loc,i^{r,0}; carry = last round's", choices=("own", "carry")),
-        "grad_at": Field("str", "previous", "neighbour models in eq. 4 (ambiguity 6): previous = "
-                         "w_loc,j^{r,t} as written; fresh = w_loc,j^{r,t+1}",
-                         choices=("previous", "fresh")),
-        "select_on": Field("str", "val", "f_i of the end-of-round selection (ambiguity 7)",
-                           choices=("val", "train")),
-        "mixture_lr": Field("float", None, "eta of eq. 4; null = train.lr", lo=0, lo_open=True,
-                            nullable=True),
-    }
+    params = DiPLeParams
+    hp: DiPLeParams
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        p, n = self.hp, self.n
+        p = self.hp
         self.bank = self.new_bank()                         # w_loc
         self.mixer = self.bank.flat.clone()                 # w_i
         self.eps = p.epsilon
@@ -118,7 +124,6 @@ class DiPLe(GraphLearning, Algorithm):
         self.reach = self.net.in_edges()            # [dst, src] base-topology in-edges
         self.a = np.where(self.reach, p.init_weight, 0.0)    # pairwise coefficients a_ij
         self.A = self.normalise(self.a)
-        self.mail = Mailbox(n, (self.policy.max_staleness + 1) * (self.T + 1))
         n_train = self.data.n["train"].cpu().numpy()
         per_epoch = np.ceil(n_train / self.train.batch_size)
         self.e_steps = self.train.local_steps * (per_epoch if p.unit == "epoch" else 1)
@@ -145,19 +150,18 @@ class DiPLe(GraphLearning, Algorithm):
     def neighbours(self, ex: ExchangeResult) -> tuple[Tensor, Tensor]:
         """A's rows renormalised over the available copies: ``(alpha_ii [N], sum_j alpha_ij
         w_loc,j [N, d])``."""
-        w = self.A * self.mail.usable(ex)
+        w = self.A * ex.available
         np.fill_diagonal(w, 0.0)
         own = np.diag(self.A)
         total = own + w.sum(1)
         self_w = torch.as_tensor(own / total, dtype=self.mixer.dtype, device=self.device)
-        return self_w, self.mail.mix(w / total[:, None], self.mixer)
+        return self_w, self.net.store.mix(w / total[:, None], ex.held)
 
     def share(self, ready: np.ndarray, done: np.ndarray) -> ExchangeResult:
         """Every client that finished sends its local model along its out-edges of A."""
         edges = (self.A > 0) & self.reach
-        ex = self.exchange(edges & done[None, :], self.bank.size_bytes, ready=ready)
-        self.mail.post(ex, self.bank.flat.clone(), self.net.step)
-        return ex
+        return self.exchange(edges & done[None, :], self.bank.size_bytes, ready=ready,
+                             rows=self.bank.flat)
 
     def mixture_step(self, done: np.ndarray, self_w: Tensor, nb: Tensor) -> None:
         """eq. 4: ``w_i <- w_i - eta alpha_ii grad f_i(alpha_ii w_i + sum_j alpha_ij w_loc,j)``."""

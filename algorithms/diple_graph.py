@@ -7,8 +7,8 @@ batched; in round r (:meth:`GraphLearning.stage_one`):
 
 1. E local SGD steps ``w_loc,i^{r,-1} -> w_loc,i^{r,0}`` (``unit``: steps or epochs, ambiguity 3);
 2. every candidate j (:meth:`GraphLearning.candidates`: all, neighbours ``a_ij^{r-1} > 0`` or
-   sampled peers, ambiguity 4) sends ``w_loc,j^{r,0}`` to i, one engine exchange posted to the
-   mailbox;
+   sampled peers, ambiguity 4) sends ``w_loc,j^{r,0}`` to i, one engine exchange whose messages
+   carry the models (the network's message store keeps them);
 3. for every delivered pair, bisection with threshold eps on ``a in [0, 1]`` minimising
    ``f_i((1 - a) w_loc,i^{r,0} + a w_loc,j^{r,0})`` (eq. 3, ``a < eps/2 -> 0``;
    :meth:`GraphLearning.learn_weights`: all pairs of all clients in blocks, one loss call per
@@ -18,8 +18,8 @@ batched; in round r (:meth:`GraphLearning.stage_one`):
 The mixin uses the helpers of :class:`algorithms.base.Algorithm` (``compute_phase``,
 ``exchange``, ``local_sgd``, ``index``) and reads what it and ``DiPLe.__init__`` set: ``hp``,
 ``n``, ``bank``, ``data``, ``gen``, ``rng``, ``device``, ``train``, ``net``, ``eps``,
-``e_steps``, ``reach`` ([dst, src] base-topology in-edges), ``mail`` and the coefficients ``a``;
-it sets ``a`` and ``A``.
+``e_steps``, ``reach`` ([dst, src] base-topology in-edges) and the coefficients ``a``; it sets
+``a`` and ``A``.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from algorithms.diple_weights import BISECTION_FLOATS, bisect, bisection_iterations, normalise_rows
-from netsim.sim.engine import ExchangeResult
+from netsim.sim.facade import ExchangeResult
 
 
 class GraphLearning:
@@ -43,9 +43,9 @@ class GraphLearning:
         for s in range(int(np.max(self.e_steps))):
             self.local_sgd(self.bank, 1, clients=self.index(done & (self.e_steps > s), self.device))
         cand = self.candidates()
-        ex = self.exchange(cand & done[None, :], self.bank.size_bytes, ready=comp.finish_time)
-        models = self.bank.flat.clone()
-        self.mail.post(ex, models, self.net.step)
+        ex = self.exchange(cand & done[None, :], self.bank.size_bytes, ready=comp.finish_time,
+                           rows=self.bank.flat)
+        models = self.net.store.rows(ex.payload)
         fresh = ex.delivered[: self.n, : self.n] & done[:, None]
 
         split, b = self.hp.bisection_split, self.hp.bisection_batch

@@ -17,12 +17,28 @@ global model).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import torch
 
 from algorithms import register
-from algorithms.fedavg import SERVER_FIELDS, ServerAveraging
+from algorithms.fedavg import ServerAveraging, ServerParams
 from netsim.errors import ConfigError
-from netsim.schema import Field
+from netsim.schema.params import param
+
+
+@dataclass(frozen=True)
+class DittoParams(ServerParams):
+    """Ditto's parameters."""
+
+    weighting: Literal["data", "uniform"] = param(
+        "uniform", "aggregation weights: uniform (Ditto's code) or training-set sizes")
+    lam: float = param(1.0, "lambda: pull of the personal model to the global one (CoBo vision 1, "
+                       "LLM 0.1; DPFL 0.75)", lo=0)
+    global_grad: Literal["global", "personal"] = param(
+        "global", "gradient of the global copy's step: at the global copy (Li et al.) or at the "
+        "personal model (CoBo's code)")
 
 
 @register("ditto")
@@ -31,16 +47,8 @@ class Ditto(ServerAveraging):
 
     group = "federated"  # the run table's group
 
-    fields = {
-        **SERVER_FIELDS,
-        "weighting": Field("str", "uniform", "aggregation weights: uniform (Ditto's code) or "
-                           "training-set sizes", choices=("data", "uniform")),
-        "lam": Field("float", 1.0, "lambda: pull of the personal model to the global one "
-                     "(CoBo vision 1, LLM 0.1; DPFL 0.75)", lo=0),
-        "global_grad": Field("str", "global", "gradient of the global copy's step: at the global "
-                             "copy (Li et al.) or at the personal model (CoBo's code)",
-                             choices=("global", "personal")),
-    }
+    params = DittoParams
+    hp: DittoParams
 
     def __init__(self, ctx):
         super().__init__(ctx)

@@ -17,11 +17,12 @@ Problem (Eq. 3): ``min_{w, C} sum_k p_k F_k(ŵ_k)``, ``ŵ_k = sum_{i in C_k ∪ 
 
 Every model transfer is an engine message. The budget is the engine's per-node peer budget
 (``network.budget.peers_per_round``), set from this algorithm's B_c (the smaller one wins when the
-scenario sets one too), so ``accounting/`` proves that no client receives more than B_c models in
-any communication step. Each BGGC step is its own engine round (``algorithms/dpfl_steps.py``):
-the ``links/`` and ``accounting/`` arrays have one row per engine round;
-``graph/<label>_seed<k>.npz`` maps them to schedule rounds (``omega`` [N, N], ``used`` [R, N, N] =
-the peers each client aggregated, ``rounds``, ``engine_round``, ``budget``).
+scenario sets one too) and counted per exchange (``Network.budget_window``): every communication
+step, each BGGC batch included (``algorithms/dpfl_steps.py``), is a budget window of its own, so
+no client receives more than B_c models in any step. ``links/`` has one row per round (the
+models that arrived in any of its steps); ``graph/<label>_seed<k>.npz`` holds ``omega`` [N, N],
+``used`` [R, N, N] = the peers each client aggregated in the ``rounds`` [R] from the graph's
+construction on, and ``budget``.
 
 The evaluated personal model is by default the one after the round's local training, before
 its aggregation (``evaluate: trained``, the models the authors' code validates and tests);
@@ -31,6 +32,9 @@ its aggregation (``evaluate: trained``, the models the authors' code validates a
 with Ω_k a uniformly random set of B_c candidates and C_k = all of Ω_k that arrived.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import math
 
@@ -44,7 +48,38 @@ from algorithms.dpfl_steps import BudgetedSteps
 from algorithms.ggc import Selection, ValidationReward, average, bggc, ggc
 from algorithms.selection import BestValidation
 from netsim.errors import ConfigError
-from netsim.schema import Field
+from netsim.schema.params import Params, param
+
+@dataclass(frozen=True)
+class DPFLParams(Params):
+    """DPFL's parameters."""
+
+    budget: Any = param(None, "B_c: " + BUDGET_ALLOWED + "; 0.2 = 0.2 N")
+    budget_counts_self: bool = param(False, "B_c counts the client itself, at most B_c - 1 peers "
+                                     "(authors' code); false: B_c peers (paper, Eq. 3)")
+    tau_init: int | None = param(None, "local SGD steps before the graph is built (Alg. 1 line 2); "
+                                 "null = 2 x train.local_steps (paper: tau_init = 2 tau_train)",
+                                 lo=1)
+    period: int = param(1, "run GGC every P training rounds (Table 3)", lo=1)
+    between: Literal["reuse", "local"] = param(
+        "reuse", "rounds without GGC: aggregate over the last C_k (reuse) or not at all (local, "
+        "the authors' code)")
+    weighting: Literal["data", "uniform"] = param(
+        "data", "p_i: train + validation sizes (paper and code) or uniform")
+    momentum: Literal["keep", "reset"] = param(
+        "keep", "momentum buffers after aggregation: keep (authors' code) or reset")
+    local_only_group: str | None = param(
+        None, "clients of this data group never select collaborators: they only train and send "
+        "(Sec. 4.5, case 1)")
+    tie: float = param(1.0, "probability of adding j when a = b = 0 (Alg. 2: 1 in the paper and "
+                       "its code)", lo=0, hi=1)
+    evaluate: Literal["trained", "aggregated"] = param(
+        "trained", "the personal model: after the round's local training, before its aggregation "
+        "(the models the authors' code saves and tests), or the aggregate ŵ_k of Eq. 4")
+    report: Literal["current", "best_val"] = param(
+        "current", "evaluated model: the current one, or each client's best-validation-accuracy "
+        "model so far (paper Sec. 4.1)")
+
 
 @register("dpfl")
 class DPFL(BudgetedSteps, Algorithm):
@@ -52,33 +87,8 @@ class DPFL(BudgetedSteps, Algorithm):
 
     group = "learned graph"  # the run table's group
 
-    fields = {
-        "budget": Field("any", None, "B_c: " + BUDGET_ALLOWED + "; 0.2 = 0.2 N"),
-        "budget_counts_self": Field("bool", False, "B_c counts the client itself, at most B_c - 1 "
-                                    "peers (authors' code); false: B_c peers (paper, Eq. 3)"),
-        "tau_init": Field("int", None, "local SGD steps before the graph is built (Alg. 1 line 2); "
-                          "null = 2 x train.local_steps (paper: tau_init = 2 tau_train)", lo=1,
-                          nullable=True),
-        "period": Field("int", 1, "run GGC every P training rounds (Table 3)", lo=1),
-        "between": Field("str", "reuse", "rounds without GGC: aggregate over the last C_k (reuse) "
-                         "or not at all (local, the authors' code)", choices=("reuse", "local")),
-        "weighting": Field("str", "data", "p_i: train + validation sizes (paper and code) or "
-                           "uniform", choices=("data", "uniform")),
-        "momentum": Field("str", "keep", "momentum buffers after aggregation: keep (authors' "
-                          "code) or reset", choices=("keep", "reset")),
-        "local_only_group": Field("str", None, "clients of this data group never select "
-                                  "collaborators: they only train and send (Sec. 4.5, case 1)",
-                                  nullable=True),
-        "tie": Field("float", 1.0, "probability of adding j when a = b = 0 (Alg. 2: 1 in the "
-                     "paper and its code)", lo=0, hi=1),
-        "evaluate": Field("str", "trained", "the personal model: after the round's local "
-                          "training, before its aggregation (the models the authors' code saves "
-                          "and tests), or the aggregate ŵ_k of Eq. 4", choices=("trained",
-                                                                                 "aggregated")),
-        "report": Field("str", "current", "evaluated model: the current one, or each client's "
-                        "best-validation-accuracy model so far (paper Sec. 4.1)",
-                        choices=("current", "best_val")),
-    }
+    params = DPFLParams
+    hp: DPFLParams
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -90,6 +100,7 @@ class DPFL(BudgetedSteps, Algorithm):
             cap = scenario_cap if cap is None else min(cap, scenario_cap)
         self.cap = cap
         self.net.peer_budget = cap
+        self.net.budget_window = "exchange"                     # B_c per communication step
         sizes = (self.data.n["train"] + self.data.n["val"]).to(self.device, self.bank.flat.dtype)
         self.weight = sizes if self.hp.weighting == "data" else torch.ones_like(sizes)
         steps = self.train.local_steps
@@ -99,15 +110,16 @@ class DPFL(BudgetedSteps, Algorithm):
         group = self.hp.local_only_group
         self.runs = np.ones(n, bool) if group is None else np.asarray(self.data.group) != group
         if self.runs.all() and group is not None:
-            raise ConfigError(f"algorithms.{self.hp.label}.local_only_group", group,
+            raise ConfigError(f"algorithms.{self.ctx.spec['label']}.local_only_group", group,
                               "a group of the partition: "
                               + ", ".join(sorted(set(self.data.group))))
         self.reachable = self.net.in_edges()            # [dst, src]: candidate senders
         self.omega = np.zeros((n, n), bool)                     # Ω_k, fixed after preprocessing
         self.selected = np.zeros((n, n), bool)                  # C_k of the last GGC call
         self.used = np.zeros((n, n), bool)                      # peers aggregated this round
+        self.received = np.zeros((n, n), bool)                  # models arrived this round
         self.payload = self.bank.size_bytes + 4                 # the model and its p_i
-        self.log: dict[str, list] = {"used": [], "rounds": [], "engine_round": []}
+        self.log: dict[str, list] = {"used": [], "rounds": []}
         self.trained = self.bank.flat.clone()
         self.best = BestValidation(self.bank.flat, per_client=True)
 
@@ -143,16 +155,15 @@ class DPFL(BudgetedSteps, Algorithm):
     # ------------------------------------------------------------------ rounds
     def round(self, t: int) -> None:
         self.used[:] = False
-        self.open_round()
+        self.received[:] = False
         if t < self.r0:
             self.preprocessing_round(t)
         else:
             self.training_round(t)
-        self.close_round()                                      # one links row per engine round
+        self.log_links(self.received)
         if t >= self.r0 - 1:
             self.log["used"].append(self.used.copy())
             self.log["rounds"].append(t)
-            self.log["engine_round"].append(self.net.step)
         if self.hp.report == "best_val":
             self.track_best()
 
@@ -218,13 +229,12 @@ class DPFL(BudgetedSteps, Algorithm):
         return w / w.sum(1, keepdims=True)
 
     def extra_arrays(self) -> dict[str, dict[str, np.ndarray]]:
-        """``graph/<label>_seed<k>.npz``: omega, the peers used per step, their rounds, the
-        engine step of each and the peer budget (-1: none)."""
+        """``graph/<label>_seed<k>.npz``: omega, the peers used per round, those rounds and
+        the peer budget (-1: none)."""
         if not self.log["used"]:
             return {}
         return {"graph": {"omega": self.omega, "used": np.stack(self.log["used"]),
                           "rounds": np.asarray(self.log["rounds"]),
-                          "engine_round": np.asarray(self.log["engine_round"]),
                           "budget": np.asarray(-1 if self.cap is None else self.cap)}}
 
 @register("dpfl_random")

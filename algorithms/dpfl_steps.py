@@ -11,14 +11,13 @@
   steps per pass (Alg. 3 lines 2-3, and again in its second pass): every batch is one step,
   requested through :meth:`BudgetedSteps.fetcher`.
 
-Every step after the first of a schedule round opens its own engine round
-(``Network.new_step``), so the engine's per-node peer budget (``network.budget.peers_per_round``
-= B_c) holds per step and ``accounting/`` proves it; ``links/`` gets one row per engine round
-(:meth:`BudgetedSteps.open_round` / :meth:`BudgetedSteps.close_round` frame a schedule round).
-Every message carries a model and its weight p_i (``payload`` bytes).
+The engine's per-node peer budget (``network.budget.peers_per_round`` = B_c) counts per exchange
+(``Network.budget_window = "exchange"``, set by ``DPFL.__init__``), so it holds per step. Every
+message carries a model and its weight p_i (``payload`` bytes).
 
-The mixin uses the helpers of :class:`algorithms.base.Algorithm` (``exchange``, ``log_links``)
-and reads ``n``, ``net``, ``bank``, ``device`` and ``payload``; it keeps ``_step_open``.
+The mixin uses the helpers of :class:`algorithms.base.Algorithm` (``exchange``) and reads ``n``,
+``bank``, ``device`` and ``payload``; it marks the models that arrive in ``received`` (the
+round's ``links/`` row).
 """
 from __future__ import annotations
 
@@ -27,29 +26,16 @@ import torch
 
 
 class BudgetedSteps:
-    """DPFL's communication steps: each its own engine round, at most B_c models per receiver."""
-
-    def open_round(self) -> None:
-        """A schedule round starts: its first communication step uses the round's engine round."""
-        self._step_open = False
-
-    def close_round(self) -> None:
-        """A schedule round ends: one links row per engine round, an empty one if it had no step."""
-        if not self._step_open:
-            self.log_links(np.zeros((self.n, self.n), bool))
+    """DPFL's communication steps: one exchange each, at most B_c models per receiver."""
 
     def receive(self, clients: np.ndarray, want: np.ndarray, ready: np.ndarray | None = None,
                 round_start: float | None = None) -> np.ndarray:
         """One communication step: each of ``clients`` asks for the models ``want[K, N]``;
-        returns which arrived ``[K, N]``. Steps after the first of a round get their own engine
-        round (so the peer budget holds per step)."""
-        if self._step_open:
-            self.net.new_step()
+        returns which arrived ``[K, N]``."""
         request = np.zeros((self.n, self.n), bool)
         request[clients] = want
         ex = self.exchange(request, self.payload, ready=ready, round_start=round_start)
-        self.log_links(ex.delivered)
-        self._step_open = True
+        self.received |= ex.delivered
         return ex.delivered[clients] & want
 
     def fetcher(self, clients: np.ndarray):

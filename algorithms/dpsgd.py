@@ -16,6 +16,8 @@ Missing messages (link down, lost, refused, late), ``loss_recovery``:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -23,8 +25,18 @@ from algorithms import register
 from algorithms.gossip import Gossip
 from netsim.errors import ConfigError
 from netsim.runtime.mixing import metropolis_weights, mix as mix_rows
-from netsim.runtime.pushsum import PUSH_SUM_FIELDS, PushSum
-from netsim.schema import Field
+from netsim.runtime.pushsum import LossRecovery, PushSum, PushSumParams
+from netsim.schema.params import param
+
+
+@dataclass(frozen=True)
+class DPSGDParams(PushSumParams):
+    """D-PSGD's parameters: push-sum's, with the paper's loss handling by default."""
+
+    loss_recovery: LossRecovery = param(
+        "none", "none: a missing message's weight goes to the receiver (the paper; the average "
+        "drifts); running_sums: push-sum with the Metropolis split and running sums (the average "
+        "is kept)")
 
 
 @register("dpsgd")
@@ -33,13 +45,8 @@ class DPSGD(Gossip):
 
     group = "decentralised"  # the run table's group
 
-    fields = {
-        **PUSH_SUM_FIELDS,
-        "loss_recovery": Field("str", "none", "none: a missing message's weight goes to the "
-                               "receiver (the paper; the average drifts); running_sums: push-sum "
-                               "with the Metropolis split and running sums (the average is kept)",
-                               choices=PUSH_SUM_FIELDS["loss_recovery"].choices),
-    }
+    params = DPSGDParams
+    hp: DPSGDParams
 
     #: the mixing matrix kept for the results, the next one, the Metropolis weights (float64)
     #: and the round's boolean masks
@@ -56,7 +63,8 @@ class DPSGD(Gossip):
         self.weights = np.asarray(metropolis_weights(adj), float)
         self.push_sum = None
         if self.hp.loss_recovery == "running_sums":
-            self.push_sum = PushSum.from_params(self.n, self.hp, self.push_sum_graph().draining)
+            self.push_sum = PushSum.from_params(self.n, self.hp, self.push_sum_graph().draining,
+                                                mass=self.net.store.mass)
             self.w = self.push_sum.fresh_weights(self.device)
             self.z = self.push_sum.bias(self.bank.flat, self.w)
 
@@ -86,9 +94,13 @@ class DPSGD(Gossip):
     def push_sum_round(self, ex, delta: torch.Tensor) -> None:
         """``z <- W z + held shares + delta``, ``w <- W w + held``; a node that sent nothing
         this round keeps its whole state (identity column of the split)."""
-        sent = ex.requested.any(axis=0)
-        split = np.where(sent[None, :], self.weights, np.eye(self.n))
-        self.z, self.w = self.push_sum.step([self.z, self.w], split, ex.requested, ex.delivered)
+        e, requested = ex.edges, ex.per_edge["requested"]
+        sent = np.zeros(self.n, bool)
+        sent[e.src[requested]] = True
+        own = np.where(sent, np.diag(self.weights), 1.0)
+        self.z, self.w = self.push_sum.step_edges([self.z, self.w], e.key,
+                                                  self.weights[e.dst, e.src], own, requested,
+                                                  ex.per_edge["delivered"])
         self.last_mixing = self.push_sum.last_mixing
         self.push_sum.add_step(self.z, delta, self.w)
         self.push_sum.debias_into(self.bank.flat, self.z, self.w)

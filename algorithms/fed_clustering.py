@@ -23,13 +23,16 @@ kept candidate had in the last TC average of r (the clustering).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import numpy as np
 import torch
 
 from algorithms import register
 from algorithms.base import Algorithm
 from netsim.errors import ConfigError
-from netsim.schema import Field
+from netsim.schema.params import Params, param
 
 
 def threshold_clustering(cand: torch.Tensor, own: torch.Tensor, q_index: torch.Tensor,
@@ -47,6 +50,18 @@ def threshold_clustering(cand: torch.Tensor, own: torch.Tensor, q_index: torch.T
     return v, kept
 
 
+@dataclass(frozen=True)
+class FCParams(Params):
+    """Federated Clustering's parameters."""
+
+    orientation: Literal["werner", "cobo"] = param(
+        "werner", "werner: model j aggregates grad f_i(x_j) over i; cobo: client i aggregates grad "
+        "f_i(x_j) over j (CoBo's code)")
+    quantile: float | None = param(None, "TC threshold quantile q; null = from the true cluster "
+                                   "sizes (CoBo's code: 0.2)", lo=0, hi=1)
+    tc_rounds: int = param(3, "TC iterations R (PRFL runs 3, CoBo's code 10)", lo=1)
+
+
 @register("fc")
 class FederatedClustering(Algorithm):
     """Federated Clustering: per-model threshold clustering of all clients' gradients (Werner et al.)."""
@@ -54,14 +69,8 @@ class FederatedClustering(Algorithm):
     group = "clustered"  # the run table's group
 
     server = True
-    fields = {
-        "orientation": Field("str", "werner", "werner: model j aggregates grad f_i(x_j) over i; "
-                             "cobo: client i aggregates grad f_i(x_j) over j (CoBo's code)",
-                             choices=("werner", "cobo")),
-        "quantile": Field("float", None, "TC threshold quantile q; null = from the true cluster "
-                          "sizes (CoBo's code: 0.2)", lo=0, hi=1, nullable=True),
-        "tc_rounds": Field("int", 3, "TC iterations R (PRFL runs 3, CoBo's code 10)", lo=1),
-    }
+    params = FCParams
+    hp: FCParams
 
     def __init__(self, ctx):
         super().__init__(ctx)

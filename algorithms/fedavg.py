@@ -10,27 +10,34 @@ docs/specifications/baselines.md#fedavg.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import numpy as np
 import torch
 
 from algorithms import register
 from algorithms.base import Algorithm
 from netsim.errors import ConfigError
-from netsim.schema import Field
+from netsim.schema.params import Params, param
 
-SERVER_FIELDS = {
-    "participation": Field("float", 1.0, "share of clients sampled per round", lo=0, hi=1,
-                           lo_open=True),
-    "weighting": Field("str", "data", "aggregation weights: training-set sizes or uniform",
-                       choices=("data", "uniform")),
-}
+
+@dataclass(frozen=True)
+class ServerParams(Params):
+    """The parameters of every server-based algorithm."""
+
+    participation: float = param(1.0, "share of clients sampled per round",
+                                 lo=0, hi=1, lo_open=True)
+    weighting: Literal["data", "uniform"] = param(
+        "data", "aggregation weights: training-set sizes or uniform")
 
 
 class ServerAveraging(Algorithm):
     """FedAvg with one server model per group of clients (groups given by ``groups()``)."""
 
     server = True
-    fields = SERVER_FIELDS
+    params = ServerParams
+    hp: ServerParams
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -112,16 +119,35 @@ class Oracle(ServerAveraging):
                               f"partition {cfg['data']['partition']['name']!r} has none")
 
 
+@dataclass(frozen=True)
+class FedProxParams(ServerParams):
+    """FedProx's parameters."""
+
+    mu: float = param(0.1, "proximal weight mu", lo=0)
+
+
 @register("fedprox")
 class FedProx(ServerAveraging):
     """FedProx: local objective f_k(w) + mu/2 ||w - w^t||^2 (Li et al.), otherwise FedAvg."""
 
     group = "federated"  # the run table's group
 
-    fields = {**SERVER_FIELDS, "mu": Field("float", 0.1, "proximal weight mu", lo=0)}
+    params = FedProxParams
+    hp: FedProxParams
 
     def prox(self) -> tuple[float, torch.Tensor]:
         return self.hp.mu, self.personal_models()
+
+
+@dataclass(frozen=True)
+class FedAvgFTParams(ServerParams):
+    """FedAvg+FT's parameters."""
+
+    finetune_rounds: int | None = param(None, "rounds of local fine-tuning at the end (default: "
+                                        "finetune_share of the rounds)", lo=1)
+    finetune_share: float = param(0.2, "share of the rounds fine-tuned when finetune_rounds is "
+                                  "null (at least one round), so that it follows schedule.rounds",
+                                  lo=0, hi=1, lo_open=True)
 
 
 @register("fedavg_ft")
@@ -130,13 +156,8 @@ class FedAvgFT(ServerAveraging):
 
     group = "federated"  # the run table's group
 
-    fields = {**SERVER_FIELDS,
-              "finetune_rounds": Field("int", None, "rounds of local fine-tuning at the end "
-                                       "(default: finetune_share of the rounds)", lo=1,
-                                       nullable=True),
-              "finetune_share": Field("float", 0.2, "share of the rounds fine-tuned when "
-                                      "finetune_rounds is null (at least one round), so that "
-                                      "it follows schedule.rounds", lo=0, hi=1, lo_open=True)}
+    params = FedAvgFTParams
+    hp: FedAvgFTParams
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -172,9 +193,15 @@ class FedAvgFT(ServerAveraging):
         return np.eye(self.n) if self.tuning else super().collaboration()
 
 
+@dataclass(frozen=True)
+class FedProxFTParams(FedProxParams, FedAvgFTParams):
+    """FedProx+FT's parameters: FedAvg+FT's, then FedProx's mu."""
+
+
 @register("fedprox_ft")
 class FedProxFT(FedAvgFT):
     """FedProx, then every client fine-tunes the global model locally for the last rounds."""
 
-    fields = {**FedAvgFT.fields, **FedProx.fields}
+    params = FedProxFTParams
+    hp: FedProxFTParams
     prox = FedProx.prox

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from algorithms.base import Algorithm
-from netsim.sim.engine import ExchangeResult
+from netsim.sim.facade import ExchangeResult
 
 
 class Gossip(Algorithm):

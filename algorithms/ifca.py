@@ -13,14 +13,32 @@ client's last chosen cluster; collaboration: the same-cluster indicator.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import numpy as np
 import torch
 
 from algorithms import register
-from algorithms.fedavg import SERVER_FIELDS, ServerAveraging
+from algorithms.fedavg import ServerAveraging, ServerParams
 from netsim.errors import ConfigError
 from netsim.runtime import ClientBank
-from netsim.schema import Field
+from netsim.schema.params import param
+
+
+@dataclass(frozen=True)
+class IFCAParams(ServerParams):
+    """IFCA's parameters."""
+
+    weighting: Literal["data", "uniform"] = param(
+        "uniform", "aggregation weights: uniform (IFCA's code) or training-set sizes")
+    clusters: int | None = param(None, "K cluster models; null = the true number of clusters", lo=1)
+    select: Literal["data", "batch"] = param(
+        "data", "choose the cluster by the loss on the whole training set (Ghosh et al.) or on one "
+        "mini-batch per model (CoBo's code)")
+    aggregation: Literal["mean", "sum"] = param(
+        "mean", "new centre: mean of the members' models, or centre + sum of their updates (CoBo's "
+        "code)")
 
 
 @register("ifca")
@@ -29,18 +47,8 @@ class IFCA(ServerAveraging):
 
     group = "clustered"  # the run table's group
 
-    fields = {
-        **SERVER_FIELDS,
-        "weighting": Field("str", "uniform", "aggregation weights: uniform (IFCA's code) or "
-                           "training-set sizes", choices=("data", "uniform")),
-        "clusters": Field("int", None, "K cluster models; null = the true number of clusters",
-                          lo=1, nullable=True),
-        "select": Field("str", "data", "choose the cluster by the loss on the whole training set "
-                        "(Ghosh et al.) or on one mini-batch per model (CoBo's code)",
-                        choices=("data", "batch")),
-        "aggregation": Field("str", "mean", "new centre: mean of the members' models, or centre + "
-                             "sum of their updates (CoBo's code)", choices=("mean", "sum")),
-    }
+    params = IFCAParams
+    hp: IFCAParams
 
     def __init__(self, ctx):
         self.k = ctx.spec["clusters"] or len(np.unique(ctx.data.cluster))

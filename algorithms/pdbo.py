@@ -41,7 +41,7 @@ from torch import Tensor
 
 from algorithms import register
 from algorithms.base import Algorithm
-from algorithms.pdbo_fields import COMMON_FIELDS, HGP_FIELDS
+from algorithms.pdbo_fields import PDBOMTLLocalParams, PDBOMTLParams
 from algorithms.pdbo_inner import InnerSGP
 from algorithms.selection import BestValidation
 from algorithms.hgp import EdgeStats, expected_push_weights, grad_vjp, hgp_step, hgp_weights
@@ -51,7 +51,6 @@ from netsim.models.ensemble import EnsembleModel
 from netsim.runtime import ClientBank
 from netsim.runtime.adam import BatchedAdam
 from netsim.runtime.pushsum import PushSum
-from netsim.schema import Field
 
 @register("pdbo_mtl")
 class PDBOMTL(InnerSGP, Algorithm):
@@ -59,11 +58,8 @@ class PDBOMTL(InnerSGP, Algorithm):
 
     group = "learned weights"  # the run table's group
 
-    fields = {**COMMON_FIELDS,
-              "hypergradient": Field("str", "hgp", "hgp (Alg. 2), local (d_lambda F_bar only = "
-                                     "PDBO-MTL (local)) or none (uniform weights: the SGP / Local "
-                                     "baselines)", choices=("hgp", "local", "none")),
-              **HGP_FIELDS}
+    params = PDBOMTLParams
+    hp: PDBOMTLParams
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -75,7 +71,9 @@ class PDBOMTL(InnerSGP, Algorithm):
         self.x0 = self.bank.flat[:, : self.dx].clone()
         self.lam = self.bank.flat[:, self.dx:].clone()
         graph = self.push_sum_graph() if self.hp.inner == "sgp" else None
-        self.push_sum = PushSum.from_params(self.n, self.hp, None if graph is None else graph.draining)
+        self.push_sum = PushSum.from_params(self.n, self.hp,
+                                            None if graph is None else graph.draining,
+                                            mass=self.net.store.mass)
         self.w = self.push_sum.fresh_weights(self.device)
         self.z = self.push_sum.bias(self.x0, self.w)
         self.adam = BatchedAdam(self.lam, self.hp.outer_lr, tuple(self.hp.adam_betas))
@@ -225,6 +223,6 @@ class PDBOMTL(InnerSGP, Algorithm):
 class PDBOMTLLocal(PDBOMTL):
     """PDBO-MTL (local): lambda_i follows its own outer gradient only (M = 0, no cooperation)."""
 
-    fields = {**COMMON_FIELDS,
-              "hypergradient": Field("str", "local", "local: d_lambda F_bar only (M = 0)",
-                                     choices=("local",))}
+    # PDBO-MTL's parameters without HGP's: the inherited code reads those only in hgp mode
+    params = PDBOMTLLocalParams  # type: ignore[assignment]
+    hp: PDBOMTLLocalParams  # type: ignore[assignment]

@@ -8,10 +8,10 @@ Nedić–Olshevsky form the authors run, all agents batched:
 
 - ``z_i <- sum_j p_{j->i} z_j - gamma_t (grad_x f_i(z_i / w_i, lambda_i; xi) + wd x_i)`` and
   ``w <- P w``: every client that finished its step's compute pushes its pre-step (z, w) along
-  its realised out-links (one engine exchange of d_x + 1 floats per step,
-  :class:`netsim.runtime.pushsum.PushSum`) while the gradient (:meth:`InnerSGP._inner_grad`
-  of :meth:`InnerSGP._inner_loss`, the mixture NLL + wd / 2 ||x||^2) is computed; a client that
-  did not finish adds no gradient;
+  its realised out-links (one engine exchange of d_x + 1 floats per step, combined by SGP's own
+  step :meth:`netsim.runtime.pushsum.PushSum.step_uniform`) while the gradient
+  (:meth:`InnerSGP._inner_grad` of :meth:`InnerSGP._inner_loss`, the mixture NLL + wd / 2
+  ||x||^2) is computed; a client that did not finish adds no gradient;
 - gamma_t = train.lr times 0.1 at each of the last ``decay_last`` steps (:meth:`InnerSGP.inner_lr`);
 - the on-time arrivals feed the edge statistics p_bar, delta_bar that HGP debiases with
   (:class:`algorithms.hgp.EdgeStats`, docs/specifications/pdbo.md#inner-solver-sgp);
@@ -78,11 +78,11 @@ class InnerSGP:
             if sgp:  # the pre-step (z, w) goes out while the gradient is computed (Nedić form)
                 ex = self.exchange(self.net.in_edges() & done[None, :], self.sgp_bytes,
                                    ready=np.full(self.n, t0))
-                push = push_sum_weights(ex.link_up)
-                stats.update(push, ex.delivered, done)
+                stats.update(push_sum_weights(ex.link_up), ex.delivered, done)
                 delivered = ex.delivered
-                self.z, self.w = self.push_sum.step([self.z, self.w], push, ex.link_up,
-                                                    ex.delivered)
+                self.z, self.w = self.push_sum.step_uniform(
+                    [self.z, self.w], ex.edges.key, ex.edges.src, ex.per_edge["link_up"],
+                    ex.per_edge["delivered"])
                 mixing += self.push_sum.last_mixing
             self.z = self.z - update * self.push_sum.step_scale(self.w, update.dtype)
         if sgp:

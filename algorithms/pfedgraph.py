@@ -21,14 +21,17 @@ Messages: model down (plus c_i once a graph exists: 2d) and model up. The initia
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import numpy as np
 import torch
 from torch import Tensor
 
 from algorithms import register
-from algorithms.fedavg import SERVER_FIELDS, ServerAveraging
+from algorithms.fedavg import ServerAveraging, ServerParams
 from netsim.runtime import ClientBank
-from netsim.schema import Field
+from netsim.schema.params import param
 
 
 def project_simplex(v: Tensor) -> Tensor:
@@ -57,23 +60,26 @@ def cosine_regulariser_grad(theta: Tensor, c: Tensor, lam: float) -> Tensor:
     return lam * (c / norm - dot * theta / norm ** 3)
 
 
+@dataclass(frozen=True)
+class PFedGraphParams(ServerParams):
+    """pFedGraph's parameters."""
+
+    alpha: float = param(0.8, "QP weight alpha of the data-size prior p", lo=0, lo_open=True)
+    lam: float = param(0.01, "weight lam of the cosine regulariser", lo=0)
+    reg_sign: Literal["released", "pull"] = param(
+        "released", "released: +lam (the code; pushes θ away from c_i); pull: -lam (towards c_i, "
+        "the paper's intent)")
+    threshold: float = param(0.9, "d_ij = -cos(Δθ_i, Δθ_j) below -threshold becomes -1", lo=0, hi=1)
+
+
 @register("pfedgraph")
 class PFedGraph(ServerAveraging):
     """pFedGraph: cosine-similarity collaboration graph from a per-client QP (server-based)."""
 
     group = "learned graph"  # the run table's group
 
-    fields = {
-        **SERVER_FIELDS,
-        "alpha": Field("float", 0.8, "QP weight alpha of the data-size prior p", lo=0,
-                       lo_open=True),
-        "lam": Field("float", 0.01, "weight lam of the cosine regulariser", lo=0),
-        "reg_sign": Field("str", "released", "released: +lam (the code; pushes θ away from c_i); "
-                          "pull: -lam (towards c_i, the paper's intent)",
-                          choices=("released", "pull")),
-        "threshold": Field("float", 0.9, "d_ij = -cos(Δθ_i, Δθ_j) below -threshold becomes -1",
-                           lo=0, hi=1),
-    }
+    params = PFedGraphParams
+    hp: PFedGraphParams
 
     def __init__(self, ctx):
         super().__init__(ctx)

@@ -19,15 +19,28 @@ push-sum) it is lost. See :mod:`netsim.runtime.pushsum`.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import numpy as np
 import torch
 
 from algorithms import register
 from algorithms.gossip import Gossip
-from netsim.runtime.mixing import push_sum_shares
-from netsim.runtime.pushsum import PUSH_SUM_FIELDS, PushSum
-from netsim.schema import Field
+from netsim.runtime.pushsum import PushSum, PushSumParams
+from netsim.schema.params import param
 from topologies.generators import exponential_peer
+
+
+@dataclass(frozen=True)
+class SGPParams(PushSumParams):
+    """SGP's parameters."""
+
+    form: Literal["nedic", "assran"] = param(
+        "nedic", "nedic (own gradient added once) or assran (Alg. 1)")
+    peers: Literal["all", "exponential"] = param(
+        "all", "all out-neighbours of the topology, or one rotating exponential-graph peer per "
+        "step (SGP's default)")
 
 
 @register("sgp")
@@ -36,18 +49,15 @@ class SGP(Gossip):
 
     group = "decentralised"  # the run table's group
 
-    fields = {
-        "form": Field("str", "nedic", "nedic (own gradient added once) or assran (Alg. 1)",
-                      choices=("nedic", "assran")),
-        "peers": Field("str", "all", "all out-neighbours of the topology, or one rotating "
-                       "exponential-graph peer per step (SGP's default)", choices=("all", "exponential")),
-        **PUSH_SUM_FIELDS,
-    }
+    params = SGPParams
+    hp: SGPParams
 
     def __init__(self, ctx):
         super().__init__(ctx)
         graph = self.push_sum_graph() if self.hp.peers == "all" else None
-        self.push_sum = PushSum.from_params(self.n, self.hp, None if graph is None else graph.draining)
+        self.push_sum = PushSum.from_params(self.n, self.hp,
+                                            None if graph is None else graph.draining,
+                                            mass=self.net.store.mass)
         self.w = self.push_sum.fresh_weights(self.device)
         self.z = self.push_sum.bias(self.bank.flat, self.w)
 
@@ -64,10 +74,9 @@ class SGP(Gossip):
     def round(self, t: int) -> None:
         ex, delta = self.step(t)
         z = self.z if self.hp.form == "nedic" else self.push_sum.bias(self.bank.flat, self.w)
-        e, up = ex.edges, ex.per_edge["link_up"]
-        own = push_sum_shares(self.n, e.src[up])
-        z, w = self.push_sum.step_edges([z, self.w], e.key, own[e.src], own, up,
-                                        ex.per_edge["delivered"])
+        e = ex.edges
+        z, w = self.push_sum.step_uniform([z, self.w], e.key, e.src, ex.per_edge["link_up"],
+                                          ex.per_edge["delivered"])
         self.w = w
         self.z = self.push_sum.add_step(z, delta, w) if self.hp.form == "nedic" else z
         self.push_sum.debias_into(self.bank.flat, self.z, self.w)

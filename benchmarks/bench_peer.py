@@ -103,7 +103,7 @@ class RoundClock(Callback):
 
     def on_round(self, alg, t: int) -> None:
         self.ends.append(time.perf_counter())
-        self.engine.append(alg.sim.wall_time)
+        self.engine.append(alg.net.engine_wall_time)
 
 
 def per_round(ends: list[float]) -> float:

@@ -71,7 +71,7 @@ def child(n: int, rounds: int, threads: int, state_dtype: str,
 
         def on_round(self, alg, t: int) -> None:
             self.ends.append(time.perf_counter())
-            self.engine.append(alg.sim.wall_time)
+            self.engine.append(alg.net.engine_wall_time)
 
     clock = Clock()
     with tempfile.TemporaryDirectory() as out:

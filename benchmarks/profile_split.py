@@ -57,7 +57,7 @@ RULES = (
     ("netsim/links/", None, "engine"),
     ("simpy/", None, "engine"),
     ("torch/autograd/", None, "training"),               # gradients, also those algorithms take
-    ("netsim/runtime/", None, "algorithm"),               # mixing, push-sum, mailbox
+    ("netsim/runtime/", None, "algorithm"),               # mixing, push-sum
     ("algorithms/", None, "algorithm"),
     ("topologies/", None, "algorithm"),
     ("netsim/", None, "other"),                           # runner, loop, progress, summary

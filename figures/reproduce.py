@@ -19,7 +19,7 @@ import argparse
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -70,6 +70,11 @@ class Study:
     def name(self) -> str:
         return self.load().name
 
+    @property
+    def whole(self) -> "Study":
+        """The study's scenario with every algorithm at its own lr (no drop, no grid lr)."""
+        return Study(self.scenario, self.seeds, self.overrides)
+
 
 def label_of(spec: str | dict) -> str:
     """An algorithm entry's label (its name when it has none)."""
@@ -92,9 +97,9 @@ def own_lrs(sc: Scenario) -> dict[str, float]:
 
 
 def tuning_studies(study: Study) -> list[Study]:
-    """The learning-rate protocol's runs: seed 0 of the study's scenario at each lr of its grid."""
-    return [Study(study.scenario, (0,), study.overrides, study.drop, lr=lr)
-            for lr in study.grid]
+    """The learning-rate protocol's runs: seed 0 of the study's scenario (every algorithm, also
+    those the study drops) at each lr of its grid."""
+    return [replace(study.whole, seeds=(0,), lr=lr) for lr in study.grid]
 
 
 @dataclass(frozen=True)
@@ -108,8 +113,9 @@ class Block:
     claims: tuple[tuple[str, str, str], ...] = ()
 
     def studies(self) -> list[Study]:
-        """Every folder the block reads: its study, and the grid's runs for a tuning table."""
-        return [self.study] + (tuning_studies(self.study) if "tuning" in self.parts else [])
+        """Every folder the block reads, the one its parts get first: the study's, or the grid's
+        runs for a tuning table (which reads the grid only)."""
+        return tuning_studies(self.study) if self.parts == ("tuning",) else [self.study]
 
 
 def _pairs(text: str) -> tuple[tuple[str, str], ...]:
@@ -150,7 +156,8 @@ PAPERS: dict[str, tuple[Block, ...]] = {
 #: the papers in their own regime (scenarios/regime/): 5 seeds, each method's lr chosen by the
 #: protocol on seed 0 (its grid), the headline claims as (claim, A, B): A > B or A ≥ B
 REGIME_SEEDS = (0, 1, 2, 3, 4)
-R_DIPLE = Study("regime/diple", REGIME_SEEDS, grid=(0.01, 0.03, 0.1))
+#: DiPLe's ablation (netsim's defaults, `diple`) runs in the grid only (8 min a seed)
+R_DIPLE = Study("regime/diple", REGIME_SEEDS, drop=("diple",), grid=(0.01, 0.03, 0.1, 0.3, 1.0))
 R_PDBO = Study("regime/pdbo", REGIME_SEEDS, grid=(0.1, 0.5))
 R_COBO = Study("regime/cobo", REGIME_SEEDS, grid=(0.01, 0.03, 0.1))
 R_DPFL = Study("regime/dpfl", REGIME_SEEDS, grid=(0.01, 0.03, 0.1))
@@ -178,7 +185,7 @@ REGIME: dict[str, tuple[Block, ...]] = {
         ("PDBO-MTL > SGP", "pdbo_mtl", "sgp"),
         ("PDBO-MTL (local) ≥ SGP", "pdbo_mtl_local", "sgp"),
         ("SGP > Local", "sgp", "local"))),
-    "diple": regime("diple", R_DIPLE, "diple:diple_paper diple:local fedavg_ft:diple_paper", (
+    "diple": regime("diple", R_DIPLE, "fedavg_ft:diple_paper", (
         ("DiPLe > Local", "diple_paper", "local"),
         ("DiPLe > APFL", "diple_paper", "apfl"),
         ("Local > APFL", "local", "apfl"),
@@ -358,15 +365,19 @@ def tuning_table(block: Block, res: Results, figures: Path) -> str:
     """The learning-rate protocol: seed 0's mean validation accuracy over clients at the last
     evaluation, per algorithm and grid value (one lr for all algorithms per run), the value it
     chooses (the highest; ties to the smaller lr) and the lr the scenario trains the algorithm
-    with (they must agree: "≠" marks a scenario that does not follow its protocol)."""
-    grid = {s.lr: Results(folder(s, res.dir.parent)) for s in tuning_studies(block.study)}
+    with (they must agree: "≠" marks a scenario that does not follow its protocol); a run that
+    diverged is never chosen."""
+    grid = {s.lr: Results(folder(s, res.dir.parent)) for s in block.studies()}
     val = {lr: accuracy_curves(r, "val").sort_values("round").groupby("algorithm")["value"]
            .last() for lr, r in grid.items()}
     lines = header(["algorithm"] + [f"lr {lr:g}" for lr in grid] + ["chosen", "scenario"])
-    for label, lr in own_lrs(block.study.load()).items():
-        scores = {g: float(v[label]) for g, v in val.items()}
-        chosen = max(scores, key=lambda g: (scores[g], -g))
-        lines.append(row([label] + [f"{v:.4f}" for v in scores.values()]
+    for label, lr in own_lrs(block.study.whole.load()).items():
+        scores = {g: None if r.summary["algorithms"][label].get("diverged") else
+                  float(val[g][label]) for g, r in grid.items()}
+        chosen = max((g for g, v in scores.items() if v is not None),
+                     key=lambda g: (scores[g], -g))
+        lines.append(row([label] + ["diverged" if v is None else f"{v:.4f}"
+                                    for v in scores.values()]
                          + [f"{chosen:g}", f"{lr:g}" + ("" if lr == chosen else " ≠")]))
     return "\n".join(lines)
 
@@ -395,8 +406,7 @@ def command(study: Study, results: Path) -> str:
     """The netsim command line that writes the study's folder."""
     sets = "".join(f" --set {k}={v}" for k, v in study.overrides)
     if study.lr is not None:   # the same runs as Study.load's (an algorithm's own lr set to it)
-        raw = Study(study.scenario, study.seeds, study.overrides, study.drop).load().raw
-        own = [label_of(a) for a in raw["algorithms"] if a != without_lr(a)]
+        own = [label_of(a) for a in study.whole.load().raw["algorithms"] if a != without_lr(a)]
         sets += "".join(f" --set algorithms.{label}.train.lr={study.lr:g}" for label in own)
         sets += f" --set train.lr={study.lr:g} --set name={study.name}"
     return (f"netsim run scenarios/{study.scenario}.yaml --seeds "
@@ -451,10 +461,11 @@ def main(argv: list[str] | None = None) -> int:
         if absent:
             lacking = True
             continue
-        res = Results(folder(block.study, a.results))
-        if res.summary["seeds"] != list(block.study.seeds):
+        first = block.studies()[0]
+        res = Results(folder(first, a.results))
+        if res.summary["seeds"] != list(first.seeds):
             print(f"note: {res.dir} has seeds {res.summary['seeds']}, the doc's runs "
-                  f"{list(block.study.seeds)}", file=sys.stderr)
+                  f"{list(first.seeds)}", file=sys.stderr)
         doc = replace_block(doc, block.key, render(block, res, figures))
     a.doc.write_text(doc)
     return 1 if lacking else 0

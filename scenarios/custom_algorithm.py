@@ -8,21 +8,29 @@ clustered data.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 import netsim
-from algorithms.dpsgd import DPSGD
-from netsim.schema import Field
+from algorithms.dpsgd import DPSGD, DPSGDParams
+from netsim.schema.params import param
 
 HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class GossipFineTuneParams(DPSGDParams):
+    """D-PSGD's parameters and the fine-tuning's."""
+
+    personal_steps: int = param(5, "local fine-tuning steps per round", lo=1)
 
 
 @netsim.register_algorithm("gossip_ft")
 class GossipFineTune(DPSGD):
     """D-PSGD whose clients use a copy of the gossiped model fine-tuned for a few local steps."""
 
-    fields = {**DPSGD.fields,
-              "personal_steps": Field("int", 5, "local fine-tuning steps per round", lo=1)}
+    params = GossipFineTuneParams
+    hp: GossipFineTuneParams
 
     def __init__(self, ctx):
         super().__init__(ctx)

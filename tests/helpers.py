@@ -99,7 +99,7 @@ def play(alg, rounds: range) -> None:
     """Rounds as the runner plays them (closing each round on the simulator)."""
     for t in rounds:
         alg.round(t)
-        alg.sim.end_round()
+        alg.net.end_round()
 
 
 def quad_truth(alg):

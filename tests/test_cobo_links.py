@@ -36,7 +36,7 @@ def test_message_and_byte_count_per_round(protocol):
     alg = build(DIGITS, {"network.links": "always", "algorithms.cobo.protocol": protocol})
     got = spy_exchanges(alg)
     play(alg, range(1))
-    row, size = alg.sim.history[-1], alg.bank.size_bytes
+    row, size = alg.net.history[-1], alg.bank.size_bytes
     sent = [int(r.sent.sum()) for r in got]
     per_sender = [r.bytes_sent.sum() for r in got]
     if protocol == "exchange":

@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
 from algorithms.diple_weights import bisect, bisection_iterations, normalise_rows
-from netsim.runtime.mailbox import Mailbox
 from netsim import Scenario, run
 from netsim.errors import ConfigError
 
@@ -113,40 +111,6 @@ def test_mixture_step_is_sgd_on_the_mixture_loss_with_the_chain_rule():
     (g,) = torch.autograd.grad(loss, w)                           # d/dw_i f_i(alpha_ii w_i + nb_i)
     torch.testing.assert_close(alg.mixer[idx], before[idx] - alg.train.lr * g)
     torch.testing.assert_close(alg.mixer[2], before[2])
-
-
-def test_mailbox_uses_the_newest_copy_and_forgets_beyond_the_ring():
-    n = 3
-    box = Mailbox(n, depth=2)
-    m0, m1, m2 = (torch.full((n, 2), float(k)) + torch.arange(n)[:, None] * 10 for k in range(3))
-
-    def ex(delivered=(), late=(), staleness=None):
-        d = np.zeros((n, n), bool)
-        lt = np.zeros((n, n), bool)
-        for i, j in delivered:
-            d[i, j] = True
-        for i, j in late:
-            lt[i, j] = True
-        s = np.full((n, n), -1) if staleness is None else staleness
-        s = np.where(d, 0, s)
-        return SimpleNamespace(delivered=d, late=lt, staleness=s, available=s >= 0)
-
-    e0 = ex(delivered=[(0, 1), (0, 2)], late=[(1, 2)])
-    box.post(e0, m0, rnd=0)
-    stale = np.full((n, n), -1)
-    stale[0, 1] = stale[0, 2] = 1                                 # copies from round 0
-    stale[1, 2] = 1                                               # the late message came in
-    e1 = ex(delivered=[(0, 2)], staleness=stale)
-    box.post(e1, m1, rnd=1)
-    assert box.got[0, 1] == 0 and box.got[0, 2] == 1 and box.got[1, 2] == 0
-    w = np.zeros((n, n))
-    w[0, 1], w[0, 2], w[1, 2] = 0.25, 0.5, 1.0
-    out = box.mix(w * box.usable(e1), m0)
-    torch.testing.assert_close(out[0], 0.25 * m0[1] + 0.5 * m1[2])  # stale copy of 1, fresh of 2
-    torch.testing.assert_close(out[1], m0[2])                      # the late copy
-    box.post(ex(staleness=stale), m2, rnd=2)                       # exchange 0 leaves the ring
-    assert not box.usable(ex(staleness=stale))[0, 1]
-    assert box.usable(ex(staleness=stale))[0, 2]
 
 
 # ------------------------------------------------------------------ whole runs

@@ -12,7 +12,7 @@ from netsim import run
 from netsim.analysis.graphs import oracle_matrix
 from netsim.errors import ConfigError
 
-from helpers import scenario
+from helpers import build, scenario
 
 N = 9
 TINY = {
@@ -79,46 +79,62 @@ def budget_run(tmp_path_factory):
 
 @pytest.mark.parametrize("label", list(CAPS))
 def test_no_client_aggregates_more_than_its_budget(budget_run, label):
-    """Every engine round (each BGGC step and each training round): at most B_c models accepted
-    per client (engine accounting) = received (links); every aggregation uses at most B_c peers,
-    all of them among the models that arrived in that round and inside Ω_k."""
+    """Every round: the peers a client accepted (engine accounting) = the models it received
+    (links); every aggregation uses at most B_c peers, all of them among the models that arrived
+    in its round and inside Ω_k."""
     cap = CAPS[label]
     peers = budget_run.arrays("accounting", label, 0)["peers"]
     links = budget_run.arrays("links", label, 0)["delivered"]
     graph = budget_run.arrays("graph", label, 0)
     assert int(graph["budget"]) == (-1 if label == "inf" else cap)
-    assert peers.shape[0] == links.shape[0] and peers.max() <= cap
+    assert peers.shape[0] == links.shape[0] == TINY["schedule"]["rounds"]
     np.testing.assert_array_equal(peers, links.sum(2))          # no loss: accepted = delivered
     used, omega = graph["used"], graph["omega"]
     assert omega.sum(1).max() <= cap and used.sum(2).max() <= cap
     assert used.any()
-    first = int(graph["rounds"][0])                             # engine round where BGGC starts
-    for i, r in enumerate(graph["engine_round"]):
-        arrived = links[first:r + 1].any(0) if i == 0 else links[r]
-        assert not (used[i] & ~arrived).any()                   # aggregated models arrived
-        assert not (used[i] & ~omega).any()                     # C_k is a subset of Ω_k
+    for aggregated, r in zip(used, graph["rounds"]):
+        assert not (aggregated & ~links[r]).any()               # aggregated models arrived
+        assert not (aggregated & ~omega).any()                  # C_k is a subset of Ω_k
     assert not np.diagonal(used, axis1=1, axis2=2).any()
 
 
-def test_bggc_streams_in_ceil_n_over_bc_steps(budget_run):
-    """Preprocessing: pass 1 takes ceil((N-1)/B_c) communication steps, pass 2 at most as many;
-    with no cap, one step (the models are kept for pass 2); the random graph needs one."""
-    for label, cap in CAPS.items():
-        graph = budget_run.arrays("graph", label, 0)
-        steps = int(graph["engine_round"][0]) - (graph["rounds"][0]) + 1   # preprocessing round
-        batches = math.ceil((N - 1) / cap)
-        if label == "random2" or label == "inf":
-            assert steps == 1
-        else:
-            assert batches + 1 <= steps <= 2 * batches
+@pytest.mark.parametrize("label", list(CAPS))
+def test_every_communication_step_is_a_budget_window(label):
+    """No client receives more than B_c models in one communication step (an exchange: the
+    engine's budget window). Preprocessing: BGGC's pass 1 takes ceil((N-1)/B_c) steps, pass 2 at
+    most as many; with no cap, one step (the models are kept for pass 2); the random graph needs
+    one."""
+    alg = build(scenario(TINY, algorithms=ALGS), index=list(CAPS).index(label))
+    received: list[list[int]] = []
+    exchange = alg.net.exchange
+
+    def spy(*args, **kwargs):
+        ex = exchange(*args, **kwargs)
+        received[-1].append(int(ex.delivered.sum(1).max()))
+        return ex
+
+    alg.net.exchange = spy
+    for t in range(TINY["schedule"]["rounds"]):
+        received.append([])
+        alg.round(t)
+        alg.net.end_round()
+    assert max(max(r) for r in received if r) <= CAPS[label]
+    steps = len(received[alg.r0 - 1])                           # the BGGC round
+    batches = math.ceil((N - 1) / CAPS[label])
+    if label in ("random2", "inf"):
+        assert steps == 1
+    else:
+        assert batches + 1 <= steps <= 2 * batches
 
 
 def test_scenario_peer_budget_caps_the_algorithm(tmp_path):
     res = run(scenario(TINY, **{"network.budget": {"peers_per_round": 1},
                                 "algorithms": [{"name": "dpfl", "budget": 4}]}),
               out=tmp_path, quiet=True)
-    assert res.arrays("accounting", "dpfl", 0)["peers"].max() == 1
-    assert res.arrays("graph", "dpfl", 0)["used"].sum(2).max() <= 1
+    graph = res.arrays("graph", "dpfl", 0)
+    training = graph["rounds"][1:]                      # one communication step each
+    assert res.arrays("accounting", "dpfl", 0)["peers"][training].max() == 1
+    assert graph["used"].sum(2).max() <= 1
 
 
 def test_local_only_group_trains_exactly_like_local(tmp_path):

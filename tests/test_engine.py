@@ -67,6 +67,23 @@ def test_peer_budget_caps_in_degree_every_round():
     assert peers.max() == 2 and peers.min() >= 0
 
 
+@pytest.mark.parametrize("window, blocked, peers", [("round", True, 1), ("exchange", False, 2)])
+def test_the_budget_window_is_the_round_or_each_exchange(window, blocked, peers):
+    """Cap 1: receivers 2 and 3 accept node 0 in the first exchange; node 1's messages in the
+    second are refused when the window is the round, accepted when it is the exchange. The
+    accounting counts the distinct peers of the round either way."""
+    n = 4
+    sim = make_sim(n, {"budget": {"peers_per_round": 1}})
+    sim.budget_window = window
+    for sender in (0, 1):
+        request = np.zeros((n, n), bool)
+        request[:, sender] = True
+        ex = sim.exchange(request & ~np.eye(n, dtype=bool), 1.0)
+    assert ex.blocked[2:, 1].all() == blocked and ex.delivered[0, 1]
+    sim.end_round()
+    assert sim.peer_history[-1].tolist() == [1, 1, peers, peers]
+
+
 def test_bytes_budget_blocks_and_counts():
     n = 5
     sim = make_sim(n, {"budget": {"bytes_per_round": 250.0}})

@@ -73,7 +73,7 @@ def test_sgp_inner_solver_reaches_consensus_on_random_directed_links():
     links = alg.links_log[-1]
     assert not np.array_equal(links, links.T)                           # a directed realisation
     # the edge statistics gathered meanwhile track the link model (receiver-major)
-    avail = alg.sim.links.availability()
+    avail = alg.net.sim.links.availability()
     assert np.abs(stats.delta_bar() - avail.T).mean() < 0.07
     assert np.abs(stats.p_bar() - expected_push_weights(avail)).mean() < 0.02
     local = build(scenario(PDBO, **short, **{"algorithms.0.inner": "local",
@@ -115,7 +115,7 @@ def test_sgp_baseline_is_pdbo_at_its_first_outer_step_and_best_val_is_reported()
     for t in range(3):
         for alg in (pdbo, sgp):
             alg.round(t)
-            alg.sim.end_round()
+            alg.net.end_round()
         steps.append(pdbo.current.clone())
     torch.testing.assert_close(sgp.current, steps[0])
     assert len(sgp.val_history) == 1 and len(pdbo.val_history) == 3

@@ -12,8 +12,9 @@ import torch
 from netsim import Scenario, run
 from netsim.running.callbacks import Diverged
 from netsim.running.loop import HealthCheck, finite_rows
-from netsim.runtime.mixing import push_sum_weights
+from netsim.links.edges import Edges
 from netsim.runtime.pushsum import PushSum, check_graph
+from netsim.sim.store import InFlight
 from helpers import build, play
 
 N = 20
@@ -66,7 +67,7 @@ def run_frozen(recovery: str, form: str, rounds: int = 2000, name: str = "sgp", 
 def test_running_sums_keep_the_mass_and_the_exact_average_under_loss_and_lateness(form):
     alg, average, lost, late = run_frozen("running_sums", form)
     assert 0.18 < lost < 0.22 and 0.07 < late < 0.13
-    flight = alg.push_sum.in_flight()[1]
+    flight = alg.net.store.mass.total()[1]
     total = float(alg.w.sum() + flight.sum())
     assert abs(total - N) / N < 1e-6
     assert float(flight.sum()) > 1.0                     # much of the mass is in flight ...
@@ -79,7 +80,7 @@ def test_a_float32_state_keeps_the_weights_exact_and_the_average_to_float32_roun
     float32 rounding accumulated over the rounds (1.8e-5 for unit-variance values)."""
     alg, average, _, _ = run_frozen("running_sums", "nedic", state_dtype="float32")
     assert alg.z.dtype == torch.float32 and alg.w.dtype == torch.float64
-    assert abs(float(alg.w.sum() + alg.push_sum.in_flight()[1].sum()) - N) / N < 1e-9
+    assert abs(float(alg.w.sum() + alg.net.store.mass.total()[1].sum()) - N) / N < 1e-9
     err = float((alg.bank.flat.double() - average).abs().max())
     assert 1e-6 < err < 1e-4                 # float64: 3e-8 (the float32 models themselves)
 
@@ -100,25 +101,24 @@ def test_dpsgd_drifts_under_loss_and_its_running_sum_variant_keeps_the_average()
     assert drift > 0.05
     robust, average, _, _ = run_frozen("running_sums", "", rounds=100, name="dpsgd")
     assert float((robust.bank.flat.double() - average).abs().max()) < 1e-5
-    assert abs(float(robust.w.sum() + robust.push_sum.in_flight()[1].sum()) - N) < 1e-9
+    assert abs(float(robust.w.sum() + robust.net.store.mass.total()[1].sum()) - N) < 1e-9
 
 
 def test_a_missed_share_arrives_with_the_next_message_on_its_edge():
     """Node 1 pushes half its state to node 0 twice; the first message is lost: the second
     delivers both shares (the running sum minus the last one consumed)."""
-    ps = PushSum(2)
+    ps = PushSum(2, mass=InFlight())
     z, w = torch.tensor([[0.0], [4.0]], dtype=torch.float64), ps.fresh_weights()
-    up = np.array([[False, True], [False, False]])              # 1 -> 0 (receiver-major)
-    split = push_sum_weights(up)
-    assert split[0, 1] == 0.5 and split[1, 1] == 0.5
-    z1, w1 = ps.step([z, w], split, up, np.zeros((2, 2), bool))
+    e = Edges(2, [1], [0])                                       # the edge 1 -> 0
+    up, lost = np.array([True]), np.array([False])
+    z1, w1 = ps.step_uniform([z, w], e.key, e.src, up, lost)
     assert z1.tolist() == [[0.0], [2.0]] and w1.tolist() == [[1.0], [0.5]]
-    assert [float(f.sum()) for f in ps.in_flight()] == [2.0, 0.5]
-    z2, w2 = ps.step([z1, w1], split, up, up)
+    assert [float(f.sum()) for f in ps.mass.total()] == [2.0, 0.5]
+    z2, w2 = ps.step_uniform([z1, w1], e.key, e.src, up, up)
     assert z2.tolist() == [[3.0], [1.0]] and w2.tolist() == [[1.75], [0.25]]
-    assert ps.keys.size == 0                                     # nothing left in flight
+    assert ps.mass.keys.size == 0                                # nothing left in flight
     none = PushSum(2, "none")
-    z1, w1 = none.step([z, w], split, up, np.zeros((2, 2), bool))
+    z1, w1 = none.step_uniform([z, w], e.key, e.src, up, lost)
     assert float(z1.sum()) == 2.0 and float(w1.sum()) == 1.5     # the share is gone
 
 
@@ -126,10 +126,10 @@ def test_lossless_running_sums_equal_the_papers_push_sum_and_hold_nothing():
     rng = np.random.default_rng(0)
     z = torch.tensor(rng.normal(size=(6, 3)))
     w = torch.ones(6, 1, dtype=torch.float64)
-    up = (rng.random((6, 6)) < 0.5) & ~np.eye(6, dtype=bool)
-    split = push_sum_weights(up)
-    a = PushSum(6).step([z, w], split, up, up)
-    b = PushSum(6, "none").step([z, w], split, up, up)
+    e = Edges.from_matrix((rng.random((6, 6)) < 0.5) & ~np.eye(6, dtype=bool))
+    up = np.ones(len(e), bool)
+    a = PushSum(6, mass=InFlight()).step_uniform([z, w], e.key, e.src, up, up)
+    b = PushSum(6, "none").step_uniform([z, w], e.key, e.src, up, up)
     assert all(torch.allclose(x, y, rtol=0, atol=1e-12) for x, y in zip(a, b))
     assert torch.allclose(a[1].sum(), torch.tensor(6.0, dtype=torch.float64))
 
@@ -198,7 +198,7 @@ def test_running_sum_messages_have_the_same_size_and_accounting():
             ("running_sums", "none")}
     for alg in runs.values():
         play(alg, range(4))
-    a, b = (r.sim.history for r in runs.values())
+    a, b = (r.net.history for r in runs.values())
     assert [h["bytes_sent"] for h in a] == [h["bytes_sent"] for h in b]
     assert [h["messages_dropped"] for h in a] == [h["messages_dropped"] for h in b]
     assert runs["none"].payload_bytes() == 4 * (runs["none"].bank.flat.shape[1] + 1)
@@ -217,7 +217,7 @@ def test_graph_without_in_links_is_warned_about_once_and_stays_finite():
         alg = build(sc)
     msgs = [str(w.message) for w in caught if "strongly connected" in str(w.message)]
     assert len(msgs) == 1 and "without in-links" in msgs[0]
-    sources = alg.n - np.unique(alg.sim.edges.dst).size          # nodes without in-edges
+    sources = alg.n - np.unique(alg.net.sim.edges.dst).size          # nodes without in-edges
     assert f"leaves {sources} of 200 nodes" in msgs[0] and sources > 10
     play(alg, range(rounds))
     assert torch.isfinite(alg.bank.flat).all() and bool((alg.w > 0).all())

@@ -39,11 +39,12 @@ def cells(doc: str, first: str) -> list[str]:
 def regime(tmp_path_factory):
     """The shrunk study and its two grid runs, written as ``--regime paper --run`` does."""
     out = tmp_path_factory.mktemp("regime")
-    block = reproduce.Block("regime_diple", STUDY, ("accuracy", "trained", "claims", "tuning"),
-                            claims=CLAIMS)
-    for study in block.studies():
+    blocks = (reproduce.Block("regime_diple", STUDY, ("accuracy", "trained", "claims"),
+                              claims=CLAIMS),
+              reproduce.Block("regime_diple_tuning", STUDY, ("tuning",)))
+    for study in (s for b in blocks for s in b.studies()):
         reproduce.run(study.load(), seeds=list(study.seeds), out=out, quiet=True, threads=1)
-    return block, out
+    return blocks, out
 
 
 def test_every_regime_scenario_validates_and_names_its_labels():
@@ -85,11 +86,14 @@ def test_claim_verdicts(low, high, text, verdict):
 
 
 def test_the_regime_tables_say_what_the_folders_hold(regime):
-    block, out = regime
+    (block, tuning), out = regime
     res = reproduce.Results(out / STUDY.name)
     text = reproduce.render(block, res, out / "figures")
+    assert [s.name for s in tuning.studies()] == ["regime_diple_lr0.03", "regime_diple_lr0.3"]
+    text += "\n" + reproduce.render(tuning, reproduce.Results(out / "regime_diple_lr0.03"),
+                                    out / "figures")
     # tuning: seed 0's mean validation accuracy at the last evaluation, per lr; the best chosen
-    for label, lr in reproduce.own_lrs(STUDY.load()).items():
+    for label, lr in reproduce.own_lrs(STUDY.whole.load()).items():
         row = cells(text[text.index("| algorithm | lr 0.03"):], label)
         scores = {}
         for grid in reproduce.tuning_studies(STUDY):

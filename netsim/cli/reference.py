@@ -84,8 +84,10 @@ def scenario_sections() -> list[str]:
     from netsim.links import (CHURN_FIELDS, COMPUTE_FIELDS, CRASH_FIELDS, FAILURE_FIELDS,
                               LATENCY_FIELDS, LOSS_FIELDS, SCRIPTED_FIELDS, STRAGGLER_FIELDS)
     from netsim.running.sweep import EXECUTOR_FIELDS, SWEEP_FIELDS
-    from netsim.scenario.config import (ALGORITHM_COMMON, OUTPUT_FIELDS, SCHEDULE_FIELDS,
-                                        TOP_FIELDS, TRAIN_FIELDS)
+    from algorithms.base import Schedule
+    from netsim.runtime.sgd import Train
+    from netsim.scenario.config import ALGORITHM_COMMON, OUTPUT_FIELDS, TOP_FIELDS
+    from netsim.schema.params import schema
     from netsim.sim.policy import BUDGET_FIELDS, POLICY_FIELDS
 
     sections: list[tuple[str, str, Mapping[str, Field]]] = [
@@ -94,8 +96,8 @@ def scenario_sections() -> list[str]:
                    "([datasets](#datasets), [partitions](#partitions))", DATA_FIELDS),
         ("`data.augment`", "training-batch image augmentation", AUGMENT_FIELDS),
         ("`train`", "local training, for every algorithm (each may override it in its own "
-                    "`train`)", TRAIN_FIELDS),
-        ("`schedule`", "rounds and evaluation cadence", SCHEDULE_FIELDS),
+                    "`train`)", schema(Train)),
+        ("`schedule`", "rounds and evaluation cadence", schema(Schedule)),
         ("`outputs`", "what the run writes", OUTPUT_FIELDS),
         ("`network.latency`", "propagation delay and bandwidths ([jitter](#jitter))",
          LATENCY_FIELDS),

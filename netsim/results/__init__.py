@@ -35,7 +35,7 @@ from netsim.sim.links_log import links_delivered
 from netsim.util.atomic import atomic_write
 
 METRIC_COLUMNS = ("algorithm", "seed", "round", "sim_time", "client", "split", "accuracy", "loss")
-#: the run and the engine's accounting step, then a column per network metric
+#: the run and the round, then a column per network metric
 #: (netsim.sim.accounting: declared there, counted by the engine)
 NETWORK_COLUMNS = ("algorithm", "seed", "round", "sim_time", *METRIC_NAMES)
 CLIENT_COLUMNS = ("seed", "client", "cluster", "n_train", "n_val", "n_test", "group")

@@ -6,7 +6,7 @@ callbacks; so is anything a user adds (``netsim.run(..., callbacks=...)``)::
 
     on_start(alg)           before round 0
     on_eval(alg, r)         evaluation due after r rounds (r = 0: the initial models)
-    on_step(alg, row)       an accounting step of the engine closed (a network.csv row)
+    on_step(alg, row)       the engine closed the round's accounting (its network.csv row)
     on_round(alg, t)        round t (0-based) done; raise Diverged to stop the run
     on_round_end(alg, t)    round t and its evaluation done (checkpoints)
     on_end(alg)             after the last round

@@ -6,12 +6,13 @@ place, so a kill leaves the previous one) every ``outputs.checkpoint_every`` rou
 of wall time have passed since the last one) and after each run finishes. It holds what the run
 has produced so far (the rows of metrics.csv and network.csv, the finished runs' results) and,
 mid-run, the whole state of the running algorithm: its client banks (parameters, momentum,
-BatchNorm statistics), its own state (W, mailboxes, push-sum weights, lambda, EMA, ...), its
-random generators and its engine (clock, mailbox of newest copies, pending late messages,
-budgets, link processes), and the recorder's. What the run rebuilds identically from its config and seed — the clients' data,
-the model, the typed parameters — is not stored (pickle persistent ids). Deleted when the run
-finishes unless ``outputs.keep_checkpoints``. A resumed run's ``ResultsWriter`` reads it back
-(netsim.results); :class:`RunCheckpoint` writes it and hands the interrupted run its state.
+BatchNorm statistics), its own state (W, push-sum weights, lambda, EMA, ...), its random generators
+and its engine (clock, message store: the newest copies, their rows, pending late messages and
+push-sum's mass in flight; budgets, link processes), and the recorder's. What the run rebuilds
+identically from its config and seed — the clients' data, the model, the typed parameters — is not
+stored (pickle persistent ids). Deleted when the run finishes unless ``outputs.keep_checkpoints``. A
+resumed run's ``ResultsWriter`` reads it back (netsim.results); :class:`RunCheckpoint` writes it and
+hands the interrupted run its state.
 """
 from __future__ import annotations
 

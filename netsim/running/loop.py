@@ -28,8 +28,7 @@ def run_loop(alg, rounds: int, eval_every: int, callbacks: Sequence[Callback],
         emit("on_eval", 0)
     for t in range(first, rounds):
         alg.round(t)
-        for row in alg.net.end_round():
-            emit("on_step", row)
+        emit("on_step", alg.net.end_round())
         emit("on_round", t)
         if schedule.evaluates_after(t):
             emit("on_eval", t + 1)

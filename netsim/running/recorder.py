@@ -29,10 +29,9 @@ class Recorder(Callback):
 
     def on_eval(self, alg, rnd: int) -> None:
         """Evaluate every client's personalised model on its val and test split."""
-        flat = alg.personal_models()
         rows = []
         for split, (x, y, mask) in self._eval.items():
-            acc, loss = alg.bank.evaluate(x, y, mask, flat=flat)
+            acc, loss = alg.evaluate(x, y, mask)
             acc_np = None if acc is None else acc.detach().cpu().numpy()
             loss_np = loss.detach().cpu().numpy()
             bad = np.flatnonzero(~np.isfinite(loss_np))
@@ -44,7 +43,7 @@ class Recorder(Callback):
                 if acc_np is not None:
                     acc_np = np.where(empty, np.nan, acc_np).astype(acc_np.dtype)
             for i in range(alg.n):
-                rows.append((self.label, self.seed, rnd, alg.sim.now, i, split,
+                rows.append((self.label, self.seed, rnd, alg.net.now, i, split,
                              None if acc_np is None else acc_np[i], loss_np[i]))
             self.final[split] = acc_np if acc_np is not None else -loss_np
             self.final[split + "_loss"] = loss_np
@@ -53,7 +52,7 @@ class Recorder(Callback):
         if w is not None:
             self.collab.append(np.asarray(w, np.float32)[: alg.n, : alg.n])
             self.collab_rounds.append(rnd)
-        self.sim_time = alg.sim.now
+        self.sim_time = alg.net.now
 
     def on_step(self, alg, row: dict) -> None:
         self.writer.add_network([(self.label, self.seed,          # then the engine row's columns
@@ -79,11 +78,10 @@ class Recorder(Callback):
         self.extras = alg.extra_arrays()
         for kind, arrays in self.extras.items():
             self.writer.write_arrays(kind, self.label, self.seed, **arrays)
-        if alg.sim.peer_history:
-            self.writer.write_arrays("accounting", self.label, self.seed,
-                                     peers=np.stack(alg.sim.peer_history),
-                                     bytes_sent=np.stack(alg.sim.bytes_history))
-        if alg.sim.trace is not None:
+        per_node = alg.net.per_node()
+        if per_node is not None:
+            self.writer.write_arrays("accounting", self.label, self.seed, **per_node)
+        if alg.net.trace is not None:
             path = self.writer.path("trace", f"{self.label}_seed{self.seed}.csv")
             path.parent.mkdir(exist_ok=True)
-            alg.sim.trace.write_csv(path)
+            alg.net.trace.write_csv(path)

@@ -117,13 +117,13 @@ def _run_algorithm(s: _Session, spec: dict, seed: int, streams: Streams, data: C
                         "on with the next algorithm")
     wall = time.perf_counter() - start
     rec.finish(alg)
-    if "test" in outcome and learned_from_peers(s.cfg, spec, seed, alg.sim.history):
+    if "test" in outcome and learned_from_peers(s.cfg, spec, seed, alg.net.history):
         outcome["learned"] = learned(rec.collab, rec.extras, data.cluster, seed)
     if s.verbose and "test" in outcome:
         s.progress.note(f"{label} seed {seed}: mean test {np.nanmean(outcome['test']):.4f}, "
-                        f"{alg.sim.now:.2f} simulated s, {wall:.1f} s")
-    return {**outcome, "net": {**run_totals(alg.sim.history), "sim_time": float(alg.sim.now),
-                               "wall_time": wall, "engine_share": alg.sim.wall_time / wall}}
+                        f"{alg.net.now:.2f} simulated s, {wall:.1f} s")
+    return {**outcome, "net": {**run_totals(alg.net.history), "sim_time": float(alg.net.now),
+                               "wall_time": wall, "engine_share": alg.net.engine_wall_time / wall}}
 
 
 def _keep(s: _Session, label: str, seed: int, entry: dict) -> None:

@@ -17,27 +17,27 @@ and a late copy older than one already consumed adds nothing. ``sum z + in-fligh
 
 Implementation: the simulation knows both ends, so it keeps ``sigma - rho`` per edge (the mass in
 flight) instead of two unbounded running sums whose float32 difference would lose precision
-over long runs; the receiver's arithmetic is the same. Only edges that currently hold mass are
-stored, each in a row of a pool tensor (sorted keys ``dst * N + src`` and their rows; a step
-touches only the rows of its arrivals and its missed shares, and freed rows are reused; the pool
-doubles when full): memory is up to ``2 H (d + 1)`` floats with H at most the number of edges of
-the base graph (about ``loss x E`` under i.i.d. loss; on the complete graph at most
-``N (N - 1) (d + 1)`` floats). Messages keep their size:
-``d + 1`` floats, the running sums instead of the shares.
+over long runs; the receiver's arithmetic is the same. The mass in flight lives with the
+network's other messages (``netsim.sim.store.InFlight``, given to :class:`PushSum`): only edges
+that currently hold mass are stored, so memory is up to ``2 H (d + 1)`` floats with H at most
+the number of edges of the base graph (about ``loss x E`` under i.i.d. loss; on the complete
+graph at most ``N (N - 1) (d + 1)`` floats). Messages keep their size: ``d + 1`` floats, the
+running sums instead of the shares.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from netsim.runtime.mixing import mix_entries
+from netsim.runtime.mixing import mix_entries, push_sum_shares
 from netsim.runtime.scratch import Scratch
-from netsim.schema import Field
+from netsim.schema.params import Params, param
 
-LOSS_RECOVERY = ("running_sums", "none")
+LossRecovery = Literal["running_sums", "none"]
 
 #: dtype of the push-sum weights w (always) and, by default (``state_dtype``), of the state z and
 #: the mass in flight. In float32 the rounding of each combination accumulates: after 2,000 lossy
@@ -49,22 +49,24 @@ STATE_DTYPE = torch.float64
 #: underflow, far below any weight a node that still receives mass has.
 RESCALE_BELOW = 1e-20
 
-#: The options of every push-sum algorithm (SGP, PDBO's inner SGP, D-PSGD's push-sum variant).
-PUSH_SUM_FIELDS = {
-    "loss_recovery": Field("str", "running_sums", "running_sums: the mass of a lost, blocked or "
-                           "late message arrives with the next message on that edge (Hadjicostis "
-                           "et al. 2016); none: the papers' idealised push-sum, the mass is lost",
-                           choices=LOSS_RECOVERY),
-    "min_weight": Field("float", 0.5, "a local step enters x_i = z_i / w_i as delta_i / "
-                        "max(w_i, min_weight): caps the 1/w_i amplification of the Nedic form at "
-                        "nodes with little mass (sparse or not strongly connected graphs); 0 = "
-                        "the exact form", lo=0.0, hi=1.0),
-    "state_dtype": Field("str", "float64", "dtype of the push-sum state z and of the mass in "
-                         "flight (the weights w stay float64): float64 keeps sum z exact to "
-                         "~1e-9 over thousands of lossy steps; float32 halves the memory traffic "
-                         "of mixing (de-biased models off by ~2e-5 of their scale after 2,000 "
-                         "lossy steps, far below one SGD step)", choices=("float64", "float32")),
-}
+@dataclass(frozen=True)
+class PushSumParams(Params):
+    """The options of every push-sum algorithm (SGP, PDBO's inner SGP, D-PSGD's push-sum
+    variant): :meth:`PushSum.from_params`."""
+
+    loss_recovery: LossRecovery = param(
+        "running_sums", "running_sums: the mass of a lost, blocked or late message arrives with "
+        "the next message on that edge (Hadjicostis et al. 2016); none: the papers' idealised "
+        "push-sum, the mass is lost")
+    min_weight: float = param(
+        0.5, "a local step enters x_i = z_i / w_i as delta_i / max(w_i, min_weight): caps the "
+        "1/w_i amplification of the Nedic form at nodes with little mass (sparse or not strongly "
+        "connected graphs); 0 = the exact form", lo=0.0, hi=1.0)
+    state_dtype: Literal["float64", "float32"] = param(
+        "float64", "dtype of the push-sum state z and of the mass in flight (the weights w stay "
+        "float64): float64 keeps sum z exact to ~1e-9 over thousands of lossy steps; float32 "
+        "halves the memory traffic of mixing (de-biased models off by ~2e-5 of their scale after "
+        "2,000 lossy steps, far below one SGD step)")
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,9 @@ def check_graph(reachable: np.ndarray) -> GraphCheck:
 class PushSum:
     """One push-sum combination per call, for states ``[N, d_k]`` pushed together (z and w).
 
-    ``recovery``: ``running_sums`` (mass of missed messages arrives later) or ``none`` (the
-    papers' idealised push-sum: mass of missed messages is lost).
+    ``recovery``: ``running_sums`` (mass of missed messages arrives later, held meanwhile in
+    ``mass``: the network's, ``Network.store.mass``, a ``netsim.sim.store.InFlight``) or ``none``
+    (the papers' idealised push-sum: mass of missed messages is lost).
 
     ``min_weight`` (:meth:`step_scale`): in the Nedić form a local step ``delta_i`` added to
     ``z_i`` moves ``x_i`` by ``delta_i / w_i``; weights legitimately dip far below 1 on sparse
@@ -123,20 +126,20 @@ class PushSum:
     """
 
     def __init__(self, n: int, recovery: str = "running_sums", min_weight: float = 0.5,
-                 draining: np.ndarray | None = None, state_dtype: str = "float64"):
-        self.n, self.recovery, self.min_weight = n, recovery, min_weight
+                 draining: np.ndarray | None = None, state_dtype: str = "float64", mass=None):
+        self.n, self.recovery, self.min_weight, self.mass = n, recovery, min_weight, mass
         self.dtype = getattr(torch, state_dtype)
         self.draining = None if draining is None or not np.any(draining) else \
             torch.as_tensor(np.asarray(draining, bool))
         self._last = (np.arange(n) * (n + 1), np.ones(n))      # the identity's entries
         self.rescaled = 0
         self._scratch = Scratch()
-        self.reset()
 
     @classmethod
-    def from_params(cls, n: int, hp, draining: np.ndarray | None = None) -> "PushSum":
-        """From an algorithm's typed parameters that include :data:`PUSH_SUM_FIELDS`."""
-        return cls(n, hp.loss_recovery, hp.min_weight, draining, hp.state_dtype)
+    def from_params(cls, n: int, hp: PushSumParams, draining: np.ndarray | None = None,
+                    mass=None) -> "PushSum":
+        """From an algorithm's typed parameters (a :class:`PushSumParams`)."""
+        return cls(n, hp.loss_recovery, hp.min_weight, draining, hp.state_dtype, mass)
 
     def fresh_weights(self, device: torch.device | str = "cpu") -> Tensor:
         """Initial push-sum weights ``w = 1``, ``[N, 1]`` in :data:`STATE_DTYPE`."""
@@ -170,20 +173,7 @@ class PushSum:
 
     def reset(self) -> None:
         """Forget the mass in flight (a new push-sum run from fresh states)."""
-        self.keys = np.empty(0, np.int64)      # the edges holding mass, sorted
-        self.slots = np.empty(0, np.int64)     # their rows in the pools
-        self.pool: list[Tensor] = []           # per state [capacity, d_k]; free rows are stale
-        self.free = np.empty(0, np.int64)      # rows of the pools not in use
-
-    @property
-    def held(self) -> list[Tensor]:
-        """The mass in flight per state, ``[H, d_k]`` rows in the order of ``keys``."""
-        rows = torch.as_tensor(self.slots, device=self.pool[0].device) if self.pool else None
-        return [p.index_select(0, rows) for p in self.pool]
-
-    def in_flight(self) -> list[Tensor]:
-        """Total mass in flight per state, ``[d_k]`` each (zeros when nothing is held)."""
-        return [h.sum(0) for h in self.held]
+        self.mass.clear()
 
     @property
     def last_mixing(self) -> np.ndarray:
@@ -194,28 +184,23 @@ class PushSum:
         d[key] = value
         return d.reshape(self.n, self.n)
 
-    def step(self, states: list[Tensor], split: np.ndarray, pushed: np.ndarray,
-             delivered: np.ndarray) -> list[Tensor]:
-        """Combine ``states`` once.
-
-        ``split[i, j]``: share of j's state pushed to i (column-stochastic over ``pushed`` and
-        the diagonal); ``pushed[i, j]``: j pushed a share to i this step (its realised out-link,
-        whatever then happens to the message); ``delivered[i, j]``: the message reached i in
-        time. Returns the new states (new tensors: the caller may update them in place); with
-        running sums the weight state's rows are the last. :meth:`step_edges` on the pairs
-        that pushed or delivered.
-        """
-        n = self.n
-        pushed, delivered = np.asarray(pushed, bool), np.asarray(delivered, bool)
-        dst, src = np.nonzero((pushed | delivered) & ~np.eye(n, dtype=bool))
-        return self.step_edges(states, dst * n + src, split[dst, src], np.diag(split).copy(),
-                               pushed[dst, src], delivered[dst, src])
+    def step_uniform(self, states: list[Tensor], key: np.ndarray, src: np.ndarray,
+                     up: np.ndarray, delivered: np.ndarray) -> list[Tensor]:
+        """SGP's step (Assran et al. 2019, Alg. 1) over an exchange's edges (``key`` sorted,
+        senders ``src``): each node splits its states uniformly over its realised out-links
+        ``up`` and itself (:func:`push_sum_shares`); :meth:`step_edges` with ``delivered``."""
+        own = push_sum_shares(self.n, src[up])
+        return self.step_edges(states, key, own[src], own, up, delivered)
 
     def step_edges(self, states: list[Tensor], key: np.ndarray, share: np.ndarray,
                    own: np.ndarray, pushed: np.ndarray, delivered: np.ndarray) -> list[Tensor]:
-        """:meth:`step` over edge lists: ``key`` the sorted pairs ``dst * N + src`` (no
-        diagonal), ``share`` each pair's split, ``own[j]`` the share j keeps, ``pushed`` and
-        ``delivered`` per pair. No ``[N, N]`` array is built when the mixing goes sparse."""
+        """Combine ``states`` once over the pairs ``key`` (sorted ``dst * N + src``, no
+        diagonal): ``share`` is the part of its state the pair's sender j pushes to its receiver
+        i (with ``own[j]``, the part j keeps, column-stochastic), ``pushed``: j pushed it this
+        step (its realised out-link, whatever then happens to the message), ``delivered``: it
+        reached i in time. Returns the new states (new tensors: the caller may update them in
+        place); with running sums the weight state's rows are the last. No ``[N, N]`` array is
+        built when the mixing goes sparse."""
         n = self.n
         entries = np.concatenate([key[delivered], np.arange(n) * (n + 1)])
         order = np.argsort(entries, kind="stable")
@@ -223,18 +208,9 @@ class PushSum:
         out = [mix_entries(n, *self._last, s) for s in states]
         if self.recovery == "none":
             return out
-        keep = np.ones(self.keys.size, bool)
-        if self.keys.size:
-            pos = np.minimum(np.searchsorted(key, self.keys), max(key.size - 1, 0))
-            arrive = (key[pos] == self.keys) & delivered[pos] if key.size else ~keep
-            if arrive.any():                      # in the order of the keys, as they sum
-                rows = torch.as_tensor(self.slots[arrive], device=out[0].device)
-                to = torch.as_tensor(self.keys[arrive] // n, device=out[0].device)
-                for o, p in zip(out, self.pool):
-                    o.index_add_(0, to, p.index_select(0, rows))
-            keep = ~arrive
+        self.mass.deliver(out, key, delivered, n)
         lost = pushed & ~delivered
-        self._hold(states, share[lost], key[lost], key[lost] % n, keep)
+        self.mass.hold(states, share[lost], key[lost], key[lost] % n)
         if self.draining is None:
             return out
         w = out[-1]
@@ -244,41 +220,3 @@ class PushSum:
             out = [o * scale.to(o.dtype) for o in out]
             self.rescaled += int(low.sum())
         return out
-
-    def _hold(self, states: list[Tensor], share: np.ndarray, keys: np.ndarray, src: np.ndarray,
-              keep: np.ndarray) -> None:
-        """Add the shares pushed on edges ``keys`` this step to the mass held in flight: rows of
-        the pools stay where they are (only this step's arrivals and shares are touched); an
-        edge that starts holding takes a free row, zeroed first."""
-        self.free = np.concatenate((self.free, self.slots[~keep]))
-        old_keys, old_slots = self.keys[keep], self.slots[keep]
-        merged = np.union1d(old_keys, keys)
-        known = np.isin(keys, old_keys, assume_unique=True)
-        fresh = self._take(int((~known).sum()), states)
-        slot_of = np.empty(keys.size, np.int64)
-        slot_of[known] = old_slots[np.searchsorted(old_keys, keys[known])]
-        slot_of[~known] = fresh
-        slots = np.empty(merged.size, np.int64)
-        slots[np.searchsorted(merged, old_keys)] = old_slots
-        slots[np.searchsorted(merged, keys)] = slot_of
-        if keys.size:
-            dev = states[0].device
-            fresh_t = torch.as_tensor(fresh, device=dev)
-            to = torch.as_tensor(slot_of, device=dev)
-            src_t = torch.as_tensor(src, device=dev)
-            for p, s in zip(self.pool, states):
-                p.index_fill_(0, fresh_t, 0.0)
-                coef = torch.as_tensor(share, dtype=s.dtype, device=dev)[:, None]
-                p.index_add_(0, to, s.index_select(0, src_t).mul_(coef))
-        self.keys, self.slots = merged, slots
-
-    def _take(self, count: int, states: list[Tensor]) -> np.ndarray:
-        """``count`` free rows of the pools (grown by doubling when too few are free)."""
-        if count > self.free.size:
-            size = self.pool[0].shape[0] if self.pool else 0
-            grow = max(count - self.free.size, size, 16)
-            self.pool = ([torch.cat([p, p.new_zeros(grow, p.shape[1])]) for p in self.pool]
-                         if self.pool else [s.new_zeros(grow, s.shape[1]) for s in states])
-            self.free = np.concatenate((self.free, np.arange(size, size + grow)))
-        taken, self.free = self.free[:count], self.free[count:]
-        return taken

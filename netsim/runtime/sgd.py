@@ -1,16 +1,17 @@
 """Typed training hyper-parameters: a scenario's ``train`` section and one SGD step's settings.
 
-:class:`Train` is the validated ``train`` section (``netsim.scenario.config.TRAIN_FIELDS``) of a
-scenario or of one algorithm's override; :class:`SGD` is what :meth:`ClientBank.sgd_step` takes
+:class:`Train` declares the ``train`` section of a scenario or of one algorithm's override (the
+scenario is validated against it); :class:`SGD` is what :meth:`ClientBank.sgd_step` takes
 (``torch.optim.SGD`` semantics: lr, momentum, weight decay, Nesterov, plus a per-client
 gradient-norm clip).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from typing import Mapping
+from dataclasses import dataclass, replace
 
 from torch import Tensor
+
+from netsim.schema.params import Params, param
 
 
 @dataclass(frozen=True)
@@ -29,20 +30,15 @@ class SGD:
 
 
 @dataclass(frozen=True)
-class Train:
-    """A validated ``train`` section: E local steps of mini-batch SGD."""
+class Train(Params):
+    """The ``train`` section: E local steps of mini-batch SGD."""
 
-    lr: float
-    momentum: float
-    weight_decay: float
-    clip: float | None
-    batch_size: int
-    local_steps: int
-
-    @classmethod
-    def from_spec(cls, spec: Mapping) -> "Train":
-        """From a mapping validated against ``TRAIN_FIELDS`` (same keys)."""
-        return cls(**{f.name: spec[f.name] for f in fields(cls)})
+    lr: float = param(0.05, "learning rate (eta)", lo=0)
+    momentum: float = param(0.0, "SGD momentum", lo=0, hi=1)
+    weight_decay: float = param(0.0, "L2 weight decay", lo=0)
+    clip: float | None = param(None, "per-client gradient-norm clip", lo=0, lo_open=True)
+    batch_size: int = param(32, "mini-batch size per client and step", lo=1)
+    local_steps: int = param(5, "local SGD steps per round (E)", lo=1)
 
     @property
     def sgd(self) -> SGD:

@@ -14,7 +14,9 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from netsim.errors import ConfigError
+from netsim.runtime.sgd import Train
 from netsim.schema import Field, check_section
+from netsim.schema.params import schema
 from netsim.util import strict_yaml
 from netsim.util.rng import STREAMS
 from netsim.util.text_file import read_text
@@ -35,20 +37,6 @@ TOP_FIELDS = {
     "schedule": Field("dict", {}, "rounds and evaluation period"),
     "algorithms": Field("list", doc="algorithms to compare: names or {name: ..., params}"),
     "outputs": Field("dict", {}, "where and what to write"),
-}
-
-TRAIN_FIELDS = {
-    "lr": Field("float", 0.05, "learning rate (eta)", lo=0),
-    "momentum": Field("float", 0.0, "SGD momentum", lo=0, hi=1),
-    "weight_decay": Field("float", 0.0, "L2 weight decay", lo=0),
-    "clip": Field("float", None, "per-client gradient-norm clip", lo=0, lo_open=True, nullable=True),
-    "batch_size": Field("int", 32, "mini-batch size per client and step", lo=1),
-    "local_steps": Field("int", 5, "local SGD steps per round (E)", lo=1),
-}
-
-SCHEDULE_FIELDS = {
-    "rounds": Field("int", 20, "communication rounds", lo=1),
-    "eval_every": Field("int", 5, "evaluate every k rounds (and after the last)", lo=1),
 }
 
 OUTPUT_FIELDS = {
@@ -124,7 +112,7 @@ def _validate_algorithms(specs: list, cfg: dict) -> list[dict]:
                               "algorithm of this scenario")
         labels.add(params["label"])
         params["train"] = check_section(f"{path}.train", {**cfg["train"], **params["train"]},
-                                        TRAIN_FIELDS)
+                                        schema(Train))
         params["policy"] = (validate_policy(params["policy"], f"{path}.policy")
                             if params["policy"] is not None else cfg["network"]["policy"])
         resolved = {"name": comp.name, **params}
@@ -137,6 +125,7 @@ def _validate_algorithms(specs: list, cfg: dict) -> list[dict]:
 
 def validate(raw: Mapping) -> dict:
     """Validate a raw scenario mapping; return the fully resolved config."""
+    from algorithms.base import Schedule
     from netsim.data import validate_data
     from netsim.models import MODELS
 
@@ -149,8 +138,8 @@ def validate(raw: Mapping) -> dict:
     cfg["data"] = validate_data(cfg["data"], n)
     cfg["model"] = MODELS.resolve(cfg["model"], "model")
     cfg["network"] = _validate_network(cfg["network"], n)
-    cfg["train"] = check_section("train", cfg["train"], TRAIN_FIELDS)
-    cfg["schedule"] = check_section("schedule", cfg["schedule"], SCHEDULE_FIELDS)
+    cfg["train"] = check_section("train", cfg["train"], schema(Train))
+    cfg["schedule"] = check_section("schedule", cfg["schedule"], schema(Schedule))
     cfg["outputs"] = check_section("outputs", cfg["outputs"], OUTPUT_FIELDS)
     cfg["algorithms"] = _validate_algorithms(cfg["algorithms"], cfg)
     return cfg

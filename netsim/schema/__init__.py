@@ -3,9 +3,9 @@
 Configuration is data: each component (dataset, partition, model, topology, link model,
 algorithm, ...) declares its parameters as ``Field`` objects, and :func:`check_section`
 validates a YAML mapping against them, filling defaults and raising :class:`ConfigError`
-that names the field, the value and what is allowed. Beside it: typed hyper-parameters built
-from fields (:mod:`netsim.schema.params`) and the registries of named components
-(:mod:`netsim.schema.registry`).
+that names the field, the value and what is allowed. Beside it: parameters declared as frozen
+dataclasses whose fields are read from the class (:mod:`netsim.schema.params`) and the
+registries of named components (:mod:`netsim.schema.registry`).
 """
 from __future__ import annotations
 

@@ -1,40 +1,85 @@
-"""Typed, frozen hyper-parameters built from a component's ``Field`` schema.
+"""Parameters declared as frozen dataclasses: the schema is read from the class.
 
-``make_params("SGP", SGP.fields, spec)`` returns an instance of a frozen dataclass with one
-attribute per field (type from the field's kind, default and doc from the field), so algorithm
-code reads ``self.hp.loss_recovery`` and a typo is an AttributeError, not a silent KeyError
-path. Defaults and docs stay in one place: the schema, which also validates the scenario.
+A component's parameters are a ``@dataclass(frozen=True)`` whose fields are declared with
+:func:`param`; the annotation gives the kind (``int``, ``float``, ``bool``, ``str``, ``list[int]``,
+``list[float]``, ``dict``, ``Any``), a ``Literal[...]`` the choices and ``| None`` admits null::
+
+    @dataclass(frozen=True)
+    class FedProxParams(ServerParams):
+        mu: float = param(0.1, "proximal weight mu", lo=0)
+
+:func:`schema` turns the class into the ``Field`` mapping that validates a scenario, feeds
+``netsim list -v`` and writes docs/reference.md; :func:`make_params` builds the typed, frozen
+instance an algorithm reads (``self.hp.mu``) from a validated spec.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+import functools
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping, TypeVar, Union
 
 from netsim.schema import Field
 
-_TYPES = {"int": int, "float": float, "bool": bool, "str": str, "name": str, "list": list,
-          "dict": dict, "range": Any, "any": Any}
-
-#: every algorithm spec also has these (netsim.scenario.config): its registered name and its label
-COMMON = {"name": Field("str", "", "registered algorithm name"),
-          "label": Field("str", "", "the algorithm's name in the results")}
-
-_CLASSES: dict[tuple, type] = {}
+_KINDS = {int: "int", float: "float", bool: "bool", str: "str", dict: "dict", list: "list"}
 
 
-def params_type(name: str, fields: Mapping[str, Field]) -> type:
-    """The frozen dataclass ``<name>Params`` of a schema (one per schema, cached)."""
-    fields = {**COMMON, **fields}
-    key = (name, tuple(fields))
-    if key not in _CLASSES:
-        spec = [(k, _TYPES.get(f.kind, Any),
-                 dataclasses.field(metadata={"doc": f.doc, "kind": f.kind}))
-                for k, f in fields.items()]
-        _CLASSES[key] = dataclasses.make_dataclass(f"{name}Params", spec, frozen=True)
-    return _CLASSES[key]
+@dataclass(frozen=True)
+class Params:
+    """Base of declared parameters (no parameters of its own)."""
 
 
-def make_params(name: str, fields: Mapping[str, Field], values: Mapping) -> Any:
-    """The typed parameters of a validated spec (extra keys of the spec are ignored)."""
-    cls = params_type(name, fields)
+P = TypeVar("P", bound=Params)
+
+
+def param(default: Any, doc: str, *, lo: float | None = None, hi: float | None = None,
+          lo_open: bool = False) -> Any:
+    """A dataclass field with its default, its doc and its bounds (``lo``, ``hi``; ``lo_open``:
+    ``lo`` excluded); a list default is copied for each instance."""
+    meta = {"param": {"doc": doc, "lo": lo, "hi": hi, "lo_open": lo_open}}
+    if isinstance(default, list):
+        return dataclasses.field(default_factory=lambda: list(default), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _kind(hint: Any, where: str) -> dict:
+    """The ``Field`` keywords (kind, item, choices, nullable) of one annotation."""
+    args = typing.get_args(hint)
+    nullable = typing.get_origin(hint) in (Union, types.UnionType) and type(None) in args
+    if nullable:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) != 1:
+            raise TypeError(f"{where}: one type or None, not {hint}")
+        hint, args = rest[0], typing.get_args(rest[0])
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return {"kind": "any", "nullable": nullable}
+    if origin is Literal and all(isinstance(a, str) for a in args):
+        return {"kind": "str", "choices": args, "nullable": nullable}
+    if origin is list and len(args) == 1 and args[0] in (int, float):
+        return {"kind": "list", "item": _KINDS[args[0]], "nullable": nullable}
+    if hint in _KINDS:
+        return {"kind": _KINDS[hint], "nullable": nullable}
+    raise TypeError(f"{where}: unsupported parameter type {hint}")
+
+
+@functools.cache
+def schema(cls: type) -> dict[str, Field]:
+    """The ``Field`` of every field of ``cls`` (each declared with :func:`param`), in
+    declaration order: a base class's first, a field redeclared in a subclass keeps its place."""
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        where = f"{cls.__name__}.{f.name}"
+        if "param" not in f.metadata:
+            raise TypeError(f"{where}: declare it with netsim.schema.params.param")
+        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+        out[f.name] = Field(default=default, **f.metadata["param"], **_kind(hints[f.name], where))
+    return out
+
+
+def make_params(cls: type[P], values: Mapping) -> P:
+    """The typed parameters ``cls`` of a validated spec (the spec's other keys are ignored)."""
     return cls(**{f.name: values[f.name] for f in dataclasses.fields(cls)})

@@ -1,12 +1,11 @@
 """The network metrics of a run, declared once.
 
-The engine counts each metric per accounting step (a round, or a step of it:
-``Network.new_step``) in its round book (netsim/sim/engine.py), whose ``row()`` holds every
-metric declared here; network.csv has a column per metric (netsim.results.NETWORK_COLUMNS);
-summary.json has each metric's total over the run (:func:`run_totals`, by its ``aggregate``); and
-docs/results_format.md lists them as :func:`doc_lines` writes them (tests/test_network_metrics.py
-checks the page). Adding a metric: declare it in :data:`NETWORK_METRICS` and count it in the
-round book.
+The engine counts each metric per round in its round book (netsim/sim/engine.py), whose ``row()``
+holds every metric declared here; network.csv has a column per metric
+(netsim.results.NETWORK_COLUMNS); summary.json has each metric's total over the run
+(:func:`run_totals`, by its ``aggregate``); and docs/results_format.md lists them as
+:func:`doc_lines` writes them (tests/test_network_metrics.py checks the page). Adding a metric:
+declare it in :data:`NETWORK_METRICS` and count it in the round book.
 """
 from __future__ import annotations
 

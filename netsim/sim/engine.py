@@ -10,13 +10,13 @@ here as SimPy events and returns plain arrays (docs/architecture.md, "The layers
   when the last receiver stops waiting (its inbox complete, a timeout or a deadline).
 
 State and work grow with the E edges of the base graph, not with N^2 (issue 18): the engine keeps
-its per-pair state (links, latencies, losses, the peers accepted this round, the newest copy
-received) as arrays over the edges (:class:`~netsim.links.edges.Edges`, receiver-major), and
-a phase's messages as arrays over the messages. Nothing in a run waits on a single node, so each
-phase is one SimPy event (its end: the last node finishing or the deadline in a compute phase,
-the last receiver stopping in an exchange); the per-node outcomes (who finished before the
-deadline, which message was late, what a receiver keeps as a stale copy) are computed from the
-drawn times, vectorised.
+its per-pair state (links, latencies, losses, the peers accepted this round; the newest copy
+received, in its :class:`~netsim.sim.store.MessageStore`) as arrays over the edges
+(:class:`~netsim.links.edges.Edges`, receiver-major), and a phase's messages as arrays over the
+messages. Nothing in a run waits on a single node, so each phase is one SimPy event (its end: the
+last node finishing or the deadline in a compute phase, the last receiver stopping in an
+exchange); the per-node outcomes (who finished before the deadline, which message was late, what
+a receiver keeps as a stale copy) are computed from the drawn times, vectorised.
 
 All ``[N, N]`` arrays handed to and returned by the engine are **receiver-major** like a mixing
 matrix: ``delivered[i, j]`` means the message from ``j`` reached ``i``; an exchange also takes and
@@ -24,7 +24,7 @@ returns them as arrays over the edges.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import time
 from functools import wraps
@@ -39,6 +39,7 @@ from netsim.sim.accounting import METRIC_NAMES
 from netsim.sim.policy import Policy
 from netsim.sim.queueing import (fifo_finish, grouped_cumsum, queue_last, queue_order,
                                   segment_cumsum)
+from netsim.sim.store import MessageStore
 from netsim.sim.trace import Trace
 from netsim.util.rng import Streams
 
@@ -48,6 +49,11 @@ if TYPE_CHECKING:
 #: Reference device speed (FLOP/s) turning a model's FLOPs into simulated seconds per local step
 #: when ``network.compute.step_time`` is null. Forward + backward ~ 3x the forward FLOPs.
 REFERENCE_FLOPS = 1.0e10
+
+#: What the per-round budgets (``peers_per_round``, ``bytes_per_round``) count over: the
+#: accounting round, or each exchange on its own (an algorithm whose communication steps each
+#: get the budget, e.g. DPFL's B_c).
+BUDGET_WINDOWS = ("round", "exchange")
 
 
 def step_time_from_flops(flops_per_sample: float, batch_size: int) -> float:
@@ -109,12 +115,14 @@ class ExchangeResult:
     bytes_sent: np.ndarray            # per sender, this phase
     end: float
     request: np.ndarray | None = None  # the request as given, when given as a matrix
+    payload: int = -1                  # the store's id of the rows the messages carried, or -1
     requested: np.ndarray = _Dense(False)
     link_up: np.ndarray = _Dense(False)        # realised links at send time (what a sender knows)
     sent: np.ndarray = _Dense(False)           # left the sender (link up, not blocked)
     delivered: np.ndarray = _Dense(False)      # arrived before the receiver stopped waiting
     available: np.ndarray = _Dense(False)      # a copy within the staleness cap is usable
     staleness: np.ndarray = _Dense(-1)         # int: rounds since the usable copy was sent, or -1
+    held: np.ndarray = _Dense(-1)              # int: the store's rows of the copy held, or -1
     arrival_time: np.ndarray = _Dense(np.nan)  # arrival of this phase's message, nan where none
     blocked: np.ndarray = _Dense(False)        # refused by a budget
     lost: np.ndarray = _Dense(False)           # dropped in transit by the loss model
@@ -148,7 +156,7 @@ def _scatter(n: int, index: np.ndarray, values: np.ndarray, fill) -> np.ndarray:
 
 @dataclass
 class _RoundBook:
-    """One accounting step's counts, a value per network metric (netsim.sim.accounting)."""
+    """One round's counts, a value per network metric (netsim.sim.accounting)."""
 
     bytes_sent: float = 0.0
     messages_sent: int = 0
@@ -166,15 +174,6 @@ class _RoundBook:
     def row(self) -> dict[str, int | float]:
         """The step's value of every declared network metric."""
         return {name: getattr(self, name) for name in METRIC_NAMES}
-
-
-@dataclass
-class _Pending:
-    """Messages kept for later delivery as stale copies (async / late: stale)."""
-
-    edge: np.ndarray = field(default_factory=lambda: np.empty(0, int))
-    arrival: np.ndarray = field(default_factory=lambda: np.empty(0))
-    sent_round: np.ndarray = field(default_factory=lambda: np.empty(0, int))
 
 
 class _ReliableExtra:
@@ -229,15 +228,17 @@ class Simulator:
         self.policy = Policy(**network["policy"])
         self.trace = Trace() if trace else None
         self.round = 0
+        self.budget_window = "round"                 # what *_per_round budgets count over
         self.total_bytes = np.zeros(n)
         self._round_bytes = np.zeros(n)
         self._round_peers = np.zeros(len(self.edges), bool)     # accepted this round, per edge
+        self._window_bytes = np.zeros(n)                         # the same in the budget window
+        self._window_peers = np.zeros(len(self.edges), bool)
         self._book = _RoundBook()
         self.history: list[dict] = []
         self.peer_history: list[np.ndarray] = []                 # per round: peers accepted per node
         self.bytes_history: list[np.ndarray] = []                # per round: bytes sent per node
-        self._last_round = np.full(len(self.edges), -1, int)     # round of the newest copy received
-        self._pending = _Pending()
+        self.store = MessageStore(self.edges)                     # the copies every receiver holds
         self._traced_until = 0.0
         self.wall_time = 0.0                                      # engine's own wall-clock cost
 
@@ -325,7 +326,8 @@ class Simulator:
     # ------------------------------------------------------------------ exchange phase
     @_timed
     def exchange(self, request: np.ndarray, nbytes, ready: np.ndarray | None = None,
-                 policy: Policy | None = None, round_start: float | None = None) -> ExchangeResult:
+                 policy: Policy | None = None, round_start: float | None = None,
+                 payload: int = -1) -> ExchangeResult:
         """Send one message along every requested edge: ``request[dst, src]`` (a matrix) or
         ``bool[E]`` over the edges; requests off the base graph are never sent.
 
@@ -333,10 +335,15 @@ class Simulator:
         sender starts sending (default now; it may lie before now when the messages were sent
         while an earlier phase of the round was still being played, e.g. an upload right after
         a node's own compute finished); ``policy``: receiver policy (default the
-        scenario's); ``round_start``: origin of a deadline (default now).
+        scenario's); ``round_start``: origin of a deadline (default now); ``payload``: the id of
+        the rows the messages carry in :attr:`store` (-1: none). What arrives is written to the
+        store; the result holds every receiver's copies after the phase.
         """
         n, now, e = self.n, self.now, self.edges
         policy = policy or self.policy
+        if self.budget_window == "exchange":
+            self._window_peers[:] = False
+            self._window_bytes[:] = 0.0
         if ready is None:
             ready = np.full(n, now)
         else:
@@ -375,10 +382,9 @@ class Simulator:
         delivered = arrival_time <= stop[e.dst]        # NaN (not sent, or lost) compares False
         late = sent & ~lost & ~delivered
 
-        self._collect(delivered, late, arrival_time, policy, end)
-        age = self.round - self._last_round              # a copy is never newer than the round
-        available = (self._last_round >= 0) & (age <= max(policy.max_staleness, 0))
-        staleness = np.where(available, age, -1)
+        self.store.receive(delivered, late if policy.keeps_late else None, arrival_time, end,
+                           self.round, payload)
+        available, staleness = self.store.copies(self.round, max(policy.max_staleness, 0))
 
         bytes_sent = np.bincount(src, weights=b, minlength=n)
         self._account(sent, delivered, lost, late, blocked, bytes_sent, arrival_time - ready[e.src],
@@ -388,9 +394,9 @@ class Simulator:
                                  arrival_time, lost, delivered, late, stop)
         per_edge = {"requested": want, "link_up": link_up, "sent": sent, "delivered": delivered,
                     "available": available, "staleness": staleness, "arrival_time": arrival_time,
-                    "blocked": blocked, "lost": lost, "late": late}
+                    "blocked": blocked, "lost": lost, "late": late, "held": self.store.held.copy()}
         return ExchangeResult(e, per_edge, bytes_sent, end,
-                              request=request if request.ndim == 2 else None)
+                              request=request if request.ndim == 2 else None, payload=payload)
 
     def _receiver_stop(self, last_arrival: np.ndarray, lost: np.ndarray, policy: Policy,
                        now: float, round_start: float | None) -> np.ndarray:
@@ -409,28 +415,6 @@ class Simulator:
         stop = np.where(waits_forever, limit, np.minimum(limit, last))
         return np.where(np.isfinite(stop), stop, last)
 
-    def _collect(self, delivered: np.ndarray, late: np.ndarray, arrival_time: np.ndarray,
-                 policy: Policy, end: float) -> None:
-        """Update the mailbox of newest copies; keep late messages where the policy says so."""
-        self._last_round[delivered] = self.round
-        p = self._pending
-        if policy.keeps_late:
-            edge = np.flatnonzero(late)
-            p.edge = np.concatenate((p.edge, edge))
-            p.arrival = np.concatenate((p.arrival, arrival_time[edge]))
-            p.sent_round = np.concatenate((p.sent_round, np.full(edge.size, self.round)))
-        if p.arrival.size:
-            due = p.arrival <= end
-            newer = p.sent_round[due] > self._last_round[p.edge[due]]
-            np.maximum.at(self._last_round, p.edge[due][newer], p.sent_round[due][newer])
-            keep = ~due
-            p.edge, p.arrival, p.sent_round = p.edge[keep], p.arrival[keep], p.sent_round[keep]
-
-    def forget(self) -> None:
-        """Drop all stored copies and pending messages (a new synchronisation epoch)."""
-        self._last_round[:] = -1
-        self._pending = _Pending()
-
     # ------------------------------------------------------------------ budgets and accounting
     def _apply_budget(self, request: np.ndarray, size: np.ndarray) -> np.ndarray:
         """Messages refused by the budgets among those about to be sent, ``bool[E]``.
@@ -448,14 +432,14 @@ class Simulator:
             return np.zeros(len(e), bool)
         blocked = np.zeros(len(e), bool)
         if cap is not None:
-            new = request & ~self._round_peers
+            new = request & ~self._window_peers
             room = cap - self.peers_accepted()
             blocked |= new & (segment_cumsum(new, e.in_ptr) > room[e.dst])
         out = request & ~blocked
         if per_round is not None or total is not None:
             room = np.full(n, np.inf)
             if per_round is not None:
-                room = np.minimum(room, per_round - self._round_bytes)
+                room = np.minimum(room, per_round - self._window_bytes)
             if total is not None:
                 room = np.minimum(room, total - self.total_bytes)
             # a sender's messages in receiver order; those that overflow its room are refused
@@ -467,15 +451,18 @@ class Simulator:
 
     def _charge(self, accepted: np.ndarray, size: np.ndarray) -> None:
         """Charge the ``accepted`` messages (``bool[E]``) to the senders' bytes and the
-        receivers' peers of this round."""
+        receivers' peers of this round and of the budget window."""
+        self._window_peers |= accepted
         self._round_peers |= accepted
         charged = np.bincount(self.edges.src[accepted], weights=size[accepted], minlength=self.n)
+        self._window_bytes += charged
         self._round_bytes += charged
         self.total_bytes += charged
 
     def peers_accepted(self) -> np.ndarray:
-        """``[N]``: peers each receiver accepted so far this round (for its peer budget)."""
-        return np.bincount(self.edges.dst[self._round_peers], minlength=self.n)
+        """``[N]``: peers each receiver accepted so far in the budget window (the round, or the
+        exchange with ``budget_window = "exchange"``), which its peer budget caps."""
+        return np.bincount(self.edges.dst[self._window_peers], minlength=self.n)
 
     def _account(self, sent, delivered, lost, late, blocked, bytes_sent, latency,
                  staleness) -> None:
@@ -493,12 +480,14 @@ class Simulator:
         """Close the current round's accounting and start the next round; return its row."""
         row = {"round": self.round, "sim_time": self.now, **self._book.row()}
         self.history.append(row)
-        self.peer_history.append(self.peers_accepted())
+        self.peer_history.append(np.bincount(self.edges.dst[self._round_peers], minlength=self.n))
         self.bytes_history.append(self._round_bytes.copy())
         self.round += 1
         self._book = _RoundBook()
-        self._round_bytes[:] = 0.0
-        self._round_peers[:] = False
+        for spent in (self._round_bytes, self._window_bytes):
+            spent[:] = 0.0
+        for peers in (self._round_peers, self._window_peers):
+            peers[:] = False
         return row
 
     def _trace_exchange(self, request, want, link_up, blocked, src, dst, b, depart,

@@ -1,11 +1,12 @@
 """The engine as an algorithm sees it: clients 0..N-1, never the server's slot.
 
 An algorithm talks to the simulated network only through :class:`Network` (docs/architecture.md,
-"The layers"): it plays compute phases and exchanges, asks for the base graph's edges and the
-expected link statistics, and may set its peer budget. Every ``[N, N]`` array is receiver-major
-(``delivered[i, j]``: the message from j reached i) and every array is over the N clients; the
-server of a star (``server=True``, node N of the engine) is reached only through
-:meth:`broadcast` and :meth:`gather`.
+"The layers"), and imports the results it gets from this module: it plays compute phases and
+exchanges, reads the copies its peers' messages left (:attr:`Network.store`), asks for the base
+graph's edges and the expected link statistics, and may set its peer budget. Every ``[N, N]``
+array is receiver-major (``delivered[i, j]``: the message from j reached i) and every array is
+over the N clients; the server of a star (``server=True``, node N of the engine) is reached only
+through :meth:`broadcast` and :meth:`gather`.
 """
 from __future__ import annotations
 
@@ -13,12 +14,17 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
+import torch
 
 from netsim.links.edges import Edges
-from netsim.sim.engine import ComputeResult, ExchangeResult, Simulator
+from netsim.sim.engine import (BUDGET_WINDOWS, ComputeResult, ExchangeResult, Simulator,
+                               step_time_from_flops)
 from netsim.sim.policy import Policy
+from netsim.sim.store import MessageStore
 from netsim.util.rng import Streams
 from topologies import build_topology
+
+__all__ = ["ComputeResult", "Delivery", "ExchangeResult", "Network", "step_time_from_flops"]
 
 
 @dataclass
@@ -35,7 +41,6 @@ class Network:
 
     def __init__(self, sim: Simulator, clients: int, policy: Policy):
         self.sim, self.n, self.policy = sim, clients, policy
-        self.closed: list[dict] = []                 # accounting rows of steps closed mid-round
 
     @classmethod
     def build(cls, cfg: dict, streams: Streams, policy: Policy, server: bool = False) -> "Network":
@@ -54,12 +59,6 @@ class Network:
     def now(self) -> float:
         """Simulated time (s)."""
         return self.sim.now
-
-    @property
-    def step(self) -> int:
-        """Index of the engine's current accounting step (one per round unless
-        :meth:`new_step` splits a round)."""
-        return self.sim.round
 
     def alive(self) -> np.ndarray:
         """Which clients are up now, ``[N]``."""
@@ -103,6 +102,26 @@ class Network:
     def peer_budget(self, cap: int | None) -> None:
         self.sim.budget = {**self.sim.budget, "peers_per_round": cap}
 
+    @property
+    def budget_window(self) -> str:
+        """What the per-round budgets count over: ``round`` (default) or ``exchange`` (each
+        exchange is a window of its own, e.g. DPFL's communication steps); the accounting round
+        (network.csv, ``accounting/``) stays the round."""
+        return self.sim.budget_window
+
+    @budget_window.setter
+    def budget_window(self, window: str) -> None:
+        if window not in BUDGET_WINDOWS:
+            raise ValueError(f"budget window {window!r}: one of {BUDGET_WINDOWS}")
+        self.sim.budget_window = window
+
+    # ------------------------------------------------------------------ messages
+    @property
+    def store(self) -> MessageStore:
+        """What every receiver holds (netsim/sim/store.py): the rows of its copies, push-sum's
+        mass in flight."""
+        return self.sim.store
+
     # ------------------------------------------------------------------ phases
     def _pad(self, a: np.ndarray | None, fill) -> np.ndarray | None:
         extra = self.sim.n - self.n
@@ -127,22 +146,28 @@ class Network:
         return self._clients(comp)
 
     def exchange(self, request: np.ndarray, nbytes, ready: np.ndarray | None = None,
-                 round_start: float | None = None) -> ExchangeResult:
+                 round_start: float | None = None,
+                 rows: torch.Tensor | int | None = None) -> ExchangeResult:
         """One message along every requested client edge: ``request[dst, src]`` (a matrix) or
         ``bool[E]`` over the client edges; ``ready[src]``: when each sender starts sending
-        (default now)."""
+        (default now); ``rows``: what the messages carry, sender j's row j: the senders' rows
+        ``[N, d]`` (the store keeps a copy) or the ``payload`` of an earlier exchange (the same
+        rows again). The result's ``available``, ``staleness`` and ``held`` are every
+        receiver's copies after the phase (:meth:`MessageStore.mix` reads their rows)."""
+        payload = self.store.post(rows, self.sim.round) if isinstance(rows, torch.Tensor) else \
+            (-1 if rows is None else rows)
         if self.sim.n == self.n:
             return self.sim.exchange(request, nbytes, ready=ready, policy=self.policy,
-                                     round_start=round_start)
+                                     round_start=round_start, payload=payload)
         edges, inside = self._edges
         request = np.asarray(request, bool)
         want = np.zeros(len(self.sim.edges), bool)
         want[inside] = request if request.ndim == 1 else edges.gather(request)
         ex = self.sim.exchange(want, nbytes, ready=self._pad(ready, self.now),
-                               policy=self.policy, round_start=round_start)
+                               policy=self.policy, round_start=round_start, payload=payload)
         return ExchangeResult(edges, {k: v[inside] for k, v in ex.per_edge.items()},
                               ex.bytes_sent[: self.n], ex.end,
-                              request=request if request.ndim == 2 else None)
+                              request=request if request.ndim == 2 else None, payload=payload)
 
     def broadcast(self, to: np.ndarray, nbytes, steps: int, step_time: float) -> Delivery:
         """The server sends ``nbytes`` to the clients ``to`` ``[N]``; those that receive it start
@@ -168,16 +193,33 @@ class Network:
         return sent.to(n, "delivered", False)[:n]
 
     # ------------------------------------------------------------------ accounting
-    def new_step(self) -> None:
-        """Close the engine's accounting step within a round (an algorithm with several
-        communication steps per round and a per-step peer budget, e.g. DPFL's GGC)."""
-        self.closed.append(self.sim.end_round())
+    def end_round(self) -> dict:
+        """Close the round: its accounting row (network.csv)."""
+        return self.sim.end_round()
 
-    def end_round(self) -> list[dict]:
-        """Close the round: the accounting rows of every step it had, oldest first."""
-        rows, self.closed = self.closed + [self.sim.end_round()], []
-        return rows
+    @property
+    def history(self) -> list[dict]:
+        """The accounting rows of the rounds closed so far (network.csv's rows)."""
+        return self.sim.history
+
+    def per_node(self) -> dict[str, np.ndarray] | None:
+        """Per round and node, the peers heard from and the bytes sent (``accounting/``), or
+        None when the engine kept none."""
+        if not self.sim.peer_history:
+            return None
+        return {"peers": np.stack(self.sim.peer_history),
+                "bytes_sent": np.stack(self.sim.bytes_history)}
+
+    @property
+    def trace(self):
+        """The event trace (``outputs.trace``), or None."""
+        return self.sim.trace
+
+    @property
+    def engine_wall_time(self) -> float:
+        """Wall-clock seconds spent in the engine so far."""
+        return self.sim.wall_time
 
     def forget(self) -> None:
         """Drop all stored copies and pending messages (a new synchronisation epoch)."""
-        self.sim.forget()
+        self.store.forget()
