@@ -4,8 +4,9 @@ An algorithm is a sequence of vectorised rounds. Each round plays its computatio
 communication phases on the simulated network (``self.net``, :class:`netsim.sim.facade.Network`:
 clients only) and does its math on client banks (``netsim.runtime.ClientBank``) with the arrays
 the phases return. The run loop (:mod:`netsim.running.loop`) plays the schedule and its callbacks
-evaluate, record and check; an algorithm exposes what they read: ``personal_models``,
-``collaboration``, ``health``, ``links_log`` and ``extra_arrays``.
+evaluate, record and check; an algorithm exposes what they read: each round's report
+(:meth:`Algorithm.play`: the links the network delivered, and what ``round`` returns),
+``personal_models``, ``collaboration``, ``health`` and ``extra_arrays``.
 """
 from __future__ import annotations
 
@@ -23,8 +24,7 @@ from netsim.schema.params import Params, make_params, param
 from netsim.runtime import ClientBank
 from netsim.runtime.sgd import Train
 from netsim.runtime.pushsum import GraphCheck, check_graph
-from netsim.sim.facade import ExchangeResult, Network, step_time_from_flops
-from netsim.sim.links_log import LinksLog
+from netsim.sim.facade import ExchangeResult, Network, RoundReport, step_time_from_flops
 from netsim.sim.policy import Policy
 
 
@@ -45,10 +45,6 @@ class Schedule(Params):
         """Whether the loop evaluates after round ``t``: every ``eval_every`` rounds and after
         the last."""
         return (t + 1) % self.eval_every == 0 or t + 1 == self.rounds
-
-    def evaluated_rounds(self) -> list[int]:
-        """The round counts ``t + 1`` after which the loop evaluates (it also evaluates at 0)."""
-        return [t + 1 for t in range(self.rounds) if self.evaluates_after(t)]
 
 
 @dataclass
@@ -101,7 +97,6 @@ class Algorithm:
         compute = ctx.cfg["network"]["compute"]
         self.step_time = (compute.get("step_time") or
                           step_time_from_flops(ctx.model.flops_per_sample, self.train.batch_size))
-        self.links_log = LinksLog(self.n)
 
     # ------------------------------------------------------------------ construction
     def new_bank(self) -> ClientBank:
@@ -129,12 +124,13 @@ class Algorithm:
                                 self.step_time, active=active, start=start, deadline=deadline)
 
     def exchange(self, request: np.ndarray, nbytes, ready: np.ndarray | None = None,
-                 round_start: float | None = None,
-                 rows: torch.Tensor | int | None = None) -> ExchangeResult:
+                 round_start: float | None = None, rows: torch.Tensor | int | None = None,
+                 logged: bool = True) -> ExchangeResult:
         """Send along ``request[dst, src]`` under this algorithm's receiver policy; the messages
-        carry ``rows`` (sender j's row j; :meth:`Network.exchange`)."""
+        carry ``rows`` (sender j's row j) and their deliveries count in the round's links unless
+        ``logged`` is False (:meth:`Network.exchange`)."""
         return self.net.exchange(request, nbytes, ready=ready, round_start=round_start,
-                                 rows=rows)
+                                 rows=rows, logged=logged)
 
     def broadcast(self, to: np.ndarray, nbytes, steps: int | None = None):
         """Server sends ``nbytes`` to the clients ``to`` [N]; those that receive it start
@@ -148,14 +144,6 @@ class Algorithm:
         """The clients that finished ``comp`` upload ``nbytes`` to the server when they finish;
         returns the mask [N] of uploads the server accepted (:meth:`Network.gather`)."""
         return self.net.gather(comp, nbytes, round_start)
-
-    def log_links(self, delivered: np.ndarray) -> None:
-        """Record the realised client-to-client communication graph of this round."""
-        self.links_log.append(delivered)
-
-    def log_exchange(self, ex: ExchangeResult) -> None:
-        """:meth:`log_links` of an exchange's deliveries, from its edge list."""
-        self.links_log.append_flat(ex.edges.key[ex.per_edge["delivered"]])
 
     def push_sum_graph(self) -> GraphCheck:
         """The graph of links that can ever deliver, checked for push-sum; warns (once per
@@ -171,8 +159,15 @@ class Algorithm:
         """Client indices of a boolean mask as a LongTensor."""
         return torch.as_tensor(np.flatnonzero(mask), dtype=torch.long, device=device)
 
+    def play(self, t: int) -> RoundReport:
+        """Round ``t`` and its report (what :meth:`round` returned, with what the network
+        gathered: :meth:`Network.report`): what the run loop calls."""
+        return self.net.report(t, self.round(t))
+
     # ------------------------------------------------------------------ to implement
-    def round(self, t: int) -> None:
+    def round(self, t: int) -> RoundReport | None:
+        """The paper's round ``t``; returns None, or a :class:`RoundReport` of what only the
+        algorithm knows (``effective``, ``extras``; the network fills in the rest)."""
         raise NotImplementedError
 
     def personal_models(self) -> torch.Tensor:

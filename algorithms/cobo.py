@@ -15,7 +15,8 @@ midpoint ``z_ij = (x_i + x_j) / 2``. A round of Alg. 1 over the simulated networ
 3. Model-Training, eq. (2): ``x_i <- x_i - eta (g_i + rho sum_k w_ik (x_i - x_k))`` with the
    freshest received copy of each ``x_k`` up to the receiver policy's ``max_staleness`` (the
    copies the network's message store holds); a peer without a usable copy drops out of the
-   sum for that step. The weights actually used are recorded (``effective/`` arrays).
+   sum for that step. Each round reports the weights actually used and the number of pairs whose
+   W was updated (:class:`netsim.sim.facade.RoundReport`; the ``effective/`` arrays).
 
 Over lossy links a pair's update needs every one of its messages in the round: 4 with the paper's
 exchange (p^4 on Bernoulli(p) links). ``protocol: relay`` needs 3 (one model, the reply
@@ -45,7 +46,7 @@ from algorithms.cobo_pairs import PairProtocol, exchange_pairs, relay_pairs
 from algorithms.cobo_weights import pair_probability, project_simplex
 from netsim.errors import ConfigError
 from netsim.schema.params import Params, param
-from netsim.sim.facade import ExchangeResult
+from netsim.sim.facade import ExchangeResult, RoundReport
 
 #: the pair sampling of ``sampling`` (algorithms/cobo_weights.py)
 Sampling = Literal["constant", "time", "mixed", "all"]
@@ -111,9 +112,6 @@ class CoBo(Algorithm):
             self.W = project_simplex(self.W)
         self.ema = torch.zeros_like(self.bank.flat) if p.gradient == "ema" else None
         self.stepped = torch.zeros(n, dtype=torch.bool, device=self.device)   # ema: m set
-        self.effective: list[np.ndarray] = []
-        self.row_sum: list[np.ndarray] = []
-        self.updated: list[np.ndarray] = []   # per round: [2, P] pairs (a, b) whose W was updated
         self.sampled = np.zeros((n, n))       # completion: rate -- s_ij, pairs sampled (i < j)
         self.completed = np.zeros((n, n))     # c_ij, pairs whose W update completed
 
@@ -138,7 +136,7 @@ class CoBo(Algorithm):
                               "(docs/specifications/cobo.md#pitfalls)")
 
     # ------------------------------------------------------------------ one round (Alg. 1)
-    def round(self, t: int) -> None:
+    def round(self, t: int) -> RoundReport:
         n = self.n
         pairs = np.zeros((n, n), bool)
         if not (self.hp.order == "x_then_w" and t == 0):
@@ -149,21 +147,20 @@ class CoBo(Algorithm):
         want = (self.W > 0) | pairs | pairs.T
         np.fill_diagonal(want, False)
         models = self.exchange(want, self.bank.size_bytes, rows=self.bank.flat)
-        self.log_links(models.delivered)
         self.sampled += pairs
         if self.hp.protocol == "exchange":       # Client-Selection's messages (cobo_pairs.py)
             a, b = exchange_pairs(self, pairs, models, self.bank.size_bytes)
         else:
             a, b, models = relay_pairs(self, pairs, models, self.bank.size_bytes)
         self.commit(a, b, self.net.store.rows(models.payload))
-        self.model_step(models, record=self.ctx.schedule.evaluates_after(t))
+        return RoundReport(effective=self.model_step(models),
+                           extras={"pair_updates": np.int64(a.size)})
 
     def commit(self, a: np.ndarray, b: np.ndarray, x: torch.Tensor) -> None:
         """Apply eq. (1/4) on both ends of the completed pairs ``(a, b)`` of the models ``x``
-        sent this round and record them."""
+        sent this round."""
         if a.size:
             self.update_w(a, b, self.midpoint_alignment(a, b, x))
-        self.updated.append(np.stack([a, b]))
 
     def midpoint_alignment(self, a: np.ndarray, b: np.ndarray, x: torch.Tensor) -> np.ndarray:
         """``<grad f_a(z_ab; xi_a), grad f_b(z_ab; xi_b)>`` for all pairs in one batched call."""
@@ -202,9 +199,10 @@ class CoBo(Algorithm):
             rows = np.unique(np.r_[a, b])
             W[rows] = project_simplex(W[rows])
 
-    def model_step(self, models: ExchangeResult, record: bool) -> None:
+    def model_step(self, models: ExchangeResult) -> np.ndarray:
         """Model-Training, eq. (2): E penalised SGD steps against the received peer copies (the
-        store's rows of each copy ``models`` says a receiver holds)."""
+        store's rows of each copy ``models`` says a receiver holds); returns the weights used,
+        ``[N, N]``."""
         eff = np.where(models.available, self.W, 0.0)
         np.fill_diagonal(eff, 0.0)
         w = torch.as_tensor(eff, dtype=self.bank.flat.dtype, device=self.device)
@@ -223,9 +221,7 @@ class CoBo(Algorithm):
                                    extra_grad=pen)
             else:
                 self.ema_step(x, y, idx, pen)
-        self.row_sum.append(eff.sum(1))
-        if record:
-            self.effective.append(eff.astype(np.float32))
+        return eff
 
     def ema_step(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor,
                  pen: torch.Tensor) -> None:
@@ -243,14 +239,3 @@ class CoBo(Algorithm):
 
     def collaboration(self) -> np.ndarray:
         return self.W.copy()
-
-    def extra_arrays(self) -> dict[str, dict[str, np.ndarray]]:
-        """``effective/<label>_seed<k>.npz``: the weights the model steps used (``W`` at each
-        evaluation round, ``row_sum`` = sum_k w_ik used and ``pair_updates`` = number of
-        W-updated pairs in every round)."""
-        if not self.effective:
-            return {}
-        rounds = self.ctx.schedule.evaluated_rounds()[: len(self.effective)]
-        return {"effective": {"W": np.stack(self.effective), "rounds": np.asarray(rounds),
-                              "row_sum": np.stack(self.row_sum),
-                              "pair_updates": np.array([u.shape[1] for u in self.updated])}}

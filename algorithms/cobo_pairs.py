@@ -87,7 +87,8 @@ def relay_pairs(alg: Algorithm, pairs: np.ndarray, models: ExchangeResult,
                                  steps=np.bincount(resp, minlength=n))
         req = np.zeros((n, n), bool)
         req[init, resp] = comp.finished[resp]
-        reply = alg.exchange(req, 2 * model_bytes, ready=comp.finish_time, rows=models.payload)
+        reply = alg.exchange(req, 2 * model_bytes, ready=comp.finish_time, rows=models.payload,
+                             logged=False)           # links/ holds the model exchange's graph
         got = reply.delivered[init, resp]
         fresh[init[got], resp[got]] = True
         init, resp = init[got], resp[got]

@@ -177,7 +177,6 @@ class DiPLe(GraphLearning, Algorithm):
         n = self.n
         alive = self.net.alive()
         ex = self.stage_one(alive)
-        delivered = ex.delivered[:n, :n].copy()
         if self.hp.mixture_init == "own":
             self.mixer.copy_(self.bank.flat)
         self_w, nb = self.neighbours(ex)
@@ -196,11 +195,9 @@ class DiPLe(GraphLearning, Algorithm):
             if not fresh:
                 ex = self.share(comp.finish_time, done)
                 self_w, nb = self.neighbours(ex)
-            delivered |= ex.delivered[:n, :n]
             worked |= done
             locs.append(self.bank.flat.clone())
             bars.append(self_w[:, None] * self.mixer + nb)
-        self.log_links(delivered)
         self.select(locs + bars, worked)
 
     def select(self, cands: list[Tensor], worked: np.ndarray) -> None:

@@ -117,7 +117,6 @@ class DPFL(BudgetedSteps, Algorithm):
         self.omega = np.zeros((n, n), bool)                     # Ω_k, fixed after preprocessing
         self.selected = np.zeros((n, n), bool)                  # C_k of the last GGC call
         self.used = np.zeros((n, n), bool)                      # peers aggregated this round
-        self.received = np.zeros((n, n), bool)                  # models arrived this round
         self.payload = self.bank.size_bytes + 4                 # the model and its p_i
         self.log: dict[str, list] = {"used": [], "rounds": []}
         self.trained = self.bank.flat.clone()
@@ -155,12 +154,10 @@ class DPFL(BudgetedSteps, Algorithm):
     # ------------------------------------------------------------------ rounds
     def round(self, t: int) -> None:
         self.used[:] = False
-        self.received[:] = False
         if t < self.r0:
             self.preprocessing_round(t)
         else:
             self.training_round(t)
-        self.log_links(self.received)
         if t >= self.r0 - 1:
             self.log["used"].append(self.used.copy())
             self.log["rounds"].append(t)

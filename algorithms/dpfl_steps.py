@@ -16,8 +16,8 @@ The engine's per-node peer budget (``network.budget.peers_per_round`` = B_c) cou
 message carries a model and its weight p_i (``payload`` bytes).
 
 The mixin uses the helpers of :class:`algorithms.base.Algorithm` (``exchange``) and reads ``n``,
-``bank``, ``device`` and ``payload``; it marks the models that arrive in ``received`` (the
-round's ``links/`` row).
+``bank``, ``device`` and ``payload``. The network gathers the models that arrive in any step
+(the round's ``links/`` row).
 """
 from __future__ import annotations
 
@@ -35,7 +35,6 @@ class BudgetedSteps:
         request = np.zeros((self.n, self.n), bool)
         request[clients] = want
         ex = self.exchange(request, self.payload, ready=ready, round_start=round_start)
-        self.received |= ex.delivered
         return ex.delivered[clients] & want
 
     def fetcher(self, clients: np.ndarray):

@@ -42,5 +42,4 @@ class Gossip(Algorithm):
         req = self.requests(t)
         req = req & (done[self.net.edges.src] if req.ndim == 1 else done[None, :])
         ex = self.exchange(req, self.payload_bytes(), ready=np.full(self.n, t0))
-        self.log_exchange(ex)
         return ex, delta

@@ -26,6 +26,9 @@ docs/specifications/pdbo.md#outer-loop):
 5. an Adam step on every lambda_i whose hyper-gradient is finite. The last round skips 4-5: its
    update would never be evaluated.
 
+``links/`` has a row per round that solves the inner problem: its last SGP step's deliveries
+(HGP's exchanges are not logged; ``none`` solves only in round 0, the later rounds are idle).
+
 Outer cost (v2 code): ``F_i(x_i, lambda_i) = (NLL of the mixture on i's whole train split +
 rho / 2 ||lambda_i||^2) / N``; inner cost f_i = NLL on a mini-batch + train.weight_decay / 2
 ||x_i||^2 (the paper's inner L2 1e-3). One gradient step per push: ``train.local_steps`` is not
@@ -165,7 +168,7 @@ class PDBOMTL(InnerSGP, Algorithm):
             t0 = self.net.now
             done = self.compute_phase(active=self.net.alive(), steps=1).finished
             ex = self.exchange(self.net.in_edges() & done[None, :], self.u_bytes,
-                               ready=np.full(self.n, t0))
+                               ready=np.full(self.n, t0), logged=False)
             c = torch.as_tensor(hgp_weights(p_bar, delta_bar, ex.delivered), dtype=u.dtype,
                                 device=self.device)
             hvp, mixed = self.products(x, u)

@@ -17,11 +17,14 @@ Nedić–Olshevsky form the authors run, all agents batched:
   (:class:`algorithms.hgp.EdgeStats`, docs/specifications/pdbo.md#inner-solver-sgp);
 - ``inner: local`` drops the push (local SGD, no communication).
 
+The round's ``links/`` row is the realised graph of the last inner step (the exchanges before it
+are not logged).
+
 The de-biased learners are ``x_i = z_i / w_i`` (:meth:`InnerSGP.x`). The mixin uses the helpers
-of :class:`algorithms.base.Algorithm` (``compute_phase``, ``exchange``, ``log_links``,
-``index``) and reads what it and ``PDBOMTL.__init__`` set: ``hp``, ``n``, ``bank``, ``data``,
-``gen``, ``device``, ``train``, ``net``, ``push_sum``, ``x0``, ``dx``, ``lam``, ``sgp_bytes``
-and the state ``(z, w)``; it sets ``z``, ``w`` and ``last_mixing``.
+of :class:`algorithms.base.Algorithm` (``compute_phase``, ``exchange``, ``index``) and reads
+what it and ``PDBOMTL.__init__`` set: ``hp``, ``n``, ``bank``, ``data``, ``gen``, ``device``,
+``train``, ``net``, ``push_sum``, ``x0``, ``dx``, ``lam``, ``sgp_bytes`` and the state
+``(z, w)``; it sets ``z``, ``w`` and ``last_mixing``.
 """
 from __future__ import annotations
 
@@ -63,7 +66,6 @@ class InnerSGP:
         sgp = self.hp.inner == "sgp"
         stats = EdgeStats(self.n) if sgp else None
         mixing = np.zeros((self.n, self.n))
-        delivered = np.zeros((self.n, self.n), bool)
         for s in range(self.hp.inner_steps):
             t0 = self.net.now
             done = self.compute_phase(active=self.net.alive(), steps=1).finished
@@ -77,15 +79,13 @@ class InnerSGP:
             update = self.inner_lr(s) * mask * g
             if sgp:  # the pre-step (z, w) goes out while the gradient is computed (Nedić form)
                 ex = self.exchange(self.net.in_edges() & done[None, :], self.sgp_bytes,
-                                   ready=np.full(self.n, t0))
+                                   ready=np.full(self.n, t0), logged=s == self.hp.inner_steps - 1)
                 stats.update(push_sum_weights(ex.link_up), ex.delivered, done)
-                delivered = ex.delivered
                 self.z, self.w = self.push_sum.step_uniform(
                     [self.z, self.w], ex.edges.key, ex.edges.src, ex.per_edge["link_up"],
                     ex.per_edge["delivered"])
                 mixing += self.push_sum.last_mixing
             self.z = self.z - update * self.push_sum.step_scale(self.w, update.dtype)
         if sgp:
-            self.log_links(delivered)
             self.last_mixing = mixing / self.hp.inner_steps
         return stats

@@ -39,7 +39,9 @@ def project_simplex(v: Tensor) -> Tensor:
     u, _ = torch.sort(v, dim=1, descending=True)
     css = u.cumsum(1) - 1.0
     k = torch.arange(1, v.shape[1] + 1, device=v.device, dtype=v.dtype)
-    rho = (u - css / k > 0).sum(1, keepdim=True)
+    # at least 1: a non-finite row keeps no entry, and must reach the health check as NaN rather
+    # than index the gather out of bounds (a device-side assert on CUDA)
+    rho = (u - css / k > 0).sum(1, keepdim=True).clamp(min=1)
     theta = css.gather(1, rho - 1) / rho.to(v.dtype)
     return (v - theta).clamp(min=0)
 

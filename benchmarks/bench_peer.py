@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import statistics
@@ -133,7 +134,11 @@ class Workload:
         self.x = data.x["train"].flatten(2)                  # [N, max_n, 64]
         self.y = data.y["train"]
         self.xt, self.yt, self.nt = data.x["test"].flatten(2), data.y["test"], data.n["test"]
-        self.init = {k: v.detach().clone() for k, v in alg.bank.params().items()}
+        flat, at, self.init = alg.personal_models().detach(), 0, {}
+        for k, shape in alg.ctx.model.shapes.items():      # the flat rows' layout, in order
+            size = math.prod(shape)
+            self.init[k] = flat[:, at:at + size].reshape(flat.shape[0], *shape).clone()
+            at += size
         self.share = (self.n / self.n.sum()).float()
 
     def batch(self, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from netsim import Scenario
 from netsim.running.loop import build_algorithm
+from netsim.sim.facade import RoundReport
 
 # the small run of most whole-run tests (results contract, analyses, figures, output, sweeps)
 TINY = {
@@ -95,11 +96,26 @@ def build(sc: Scenario | dict, over: dict | None = None, index: int = 0, seed: i
     return build_algorithm(sc.with_overrides(over or {}), index, seed)
 
 
-def play(alg, rounds: range) -> None:
-    """Rounds as the runner plays them (closing each round on the simulator)."""
+def play(alg, rounds: range) -> list[RoundReport]:
+    """Rounds as the runner plays them (closing each round on the simulator); their reports."""
+    reports = []
     for t in rounds:
-        alg.round(t)
+        reports.append(alg.play(t))
         alg.net.end_round()
+    return reports
+
+
+def spy_commits(alg) -> list[tuple]:
+    """The pairs ``(a, b)`` of every CoBo W update (``commit``), one entry per round."""
+    pairs = []
+    commit = alg.commit
+
+    def spy(a, b, x):
+        pairs.append((a, b))
+        commit(a, b, x)
+
+    alg.commit = spy
+    return pairs
 
 
 def quad_truth(alg):

@@ -14,7 +14,7 @@ from netsim.data import build_client_data, load_dataset
 from netsim.data.rotations import rotate_images
 from netsim.errors import ConfigError
 
-from helpers import DIGITS, QUAD, build, play, quad_truth
+from helpers import DIGITS, QUAD, build, play, quad_truth, spy_commits
 
 
 # ------------------------------------------------------------------ pure pieces
@@ -77,10 +77,9 @@ def test_first_rounds_match_eq_1_and_2_by_hand():
 
 def test_x_then_w_skips_the_first_weight_update():
     alg = build(QUAD, {"algorithms.cobo.order": "x_then_w"})
-    play(alg, range(1))
-    assert (alg.W == 1.0).all() and alg.updated[0].shape == (2, 0)
-    play(alg, range(1, 2))
-    assert alg.updated[1].shape[1] == 15
+    first = play(alg, range(1))[0]
+    assert (alg.W == 1.0).all() and first.extras["pair_updates"] == 0
+    assert play(alg, range(1, 2))[0].extras["pair_updates"] == 15
 
 
 def test_ema_gradient_first_step_is_the_raw_gradient_then_averages():
@@ -117,12 +116,15 @@ def test_pair_updates_need_both_gradients_and_penalty_uses_available_copies():
         return got[-1]
 
     alg.exchange = spy
+    pairs = spy_commits(alg)
     one_sided = 0
     for t in range(12):
         before, start = alg.W.copy(), len(got)
-        play(alg, range(t, t + 1))
+        report = play(alg, range(t, t + 1))[0]
         models = got[start]
-        a, b = alg.updated[-1]
+        a, b = pairs[-1]
+        assert report.extras["pair_updates"] == a.size
+        np.testing.assert_array_equal(report.links, models.edges.key[models.per_edge["delivered"]])
         changed = np.argwhere(alg.W != before)
         updated = set(zip(a, b)) | set(zip(b, a))
         assert all((i, j) in updated for i, j in changed)
@@ -136,8 +138,8 @@ def test_pair_updates_need_both_gradients_and_penalty_uses_available_copies():
         np.testing.assert_array_equal(alg.W, alg.W.T)
         eff = np.where(models.available, alg.W, 0.0)
         np.fill_diagonal(eff, 0.0)
-        np.testing.assert_allclose(alg.row_sum[-1], eff.sum(1))
-    assert one_sided > 0 and sum(u.shape[1] for u in alg.updated) > 0
+        np.testing.assert_array_equal(report.effective, eff)
+    assert one_sided > 0 and sum(a.size for a, _ in pairs) > 0
 
 
 def test_stale_copies_are_used_up_to_the_cap():

@@ -11,8 +11,8 @@ import pytest
 
 from algorithms import ALGORITHMS
 from netsim.errors import ConfigError
-from netsim.schema import Field, check_section
-from netsim.schema.params import Params, make_params, param, schema
+from netsim.schema import REQUIRED, Field, check_section
+from netsim.schema.params import Params, Range, make_params, param, schema
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,35 @@ def test_typed_instance_from_a_validated_spec():
     assert Child().steps is not Child().steps                     # a list default is copied
     with pytest.raises(dataclasses.FrozenInstanceError):
         hp.k = 4
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outage(Params):
+    kind: Literal["node", "edge"] = param(REQUIRED, "which")
+    t0: float = param(0.0, "start", lo=0.0)
+    base: Range = param(0.01, "a number or [lo, hi]", lo=0.0)
+    nodes: list[int] = param(REQUIRED, "nodes", lo=0)
+
+
+def test_required_fields_and_ranges():
+    """What the network sections declare: fields that must be given (after ones with defaults,
+    in a ``kw_only`` class) and numbers or ``[lo, hi]`` ranges."""
+    fields = schema(Outage)
+    assert fields["kind"] == Field("str", REQUIRED, "which", choices=("node", "edge"))
+    assert fields["base"] == Field("range", 0.01, "a number or [lo, hi]", lo=0.0)
+    assert fields["nodes"] == Field("list", REQUIRED, "nodes", lo=0, item="int")
+    spec = check_section("network.failures.scripted[0]", {"kind": "node", "nodes": [1, 2],
+                                                          "base": [0.1, 0.2]}, fields)
+    assert spec == {"kind": "node", "nodes": [1, 2], "base": [0.1, 0.2], "t0": 0.0}
+    assert make_params(Outage, spec).base == [0.1, 0.2]
+    with pytest.raises(ConfigError) as err:
+        check_section("network.failures.scripted[0]", {"kind": "node"}, fields)
+    assert str(err.value).startswith("network.failures.scripted[0].nodes: got None; allowed: "
+                                     "a list of int >= 0 (required)")
+    with pytest.raises(ConfigError) as err:
+        check_section("x", {"kind": "edge", "nodes": [], "base": [0.2, 0.1]}, fields)
+    assert str(err.value).startswith("x.base: got [0.2, 0.1]; allowed: a number or [lo, hi] with "
+                                     "lo <= hi, each >= 0.0")
 
 
 def test_undeclared_or_unsupported_fields_are_refused():

@@ -48,6 +48,16 @@ def test_projection_closed_forms():
                                torch.tensor([[1.0, 0.0, 0.0]]))
 
 
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
+def test_a_diverged_row_projects_to_nan_not_to_an_index_error(device):
+    """A non-finite row (a diverged client's update) comes out NaN for the health check to report,
+    the other rows as before; it used to gather at index -1 (a device-side assert on CUDA)."""
+    v = torch.tensor([[0.2, 0.5, 0.3], [float("nan"), 1.0, 0.0], [5.0, 0.0, 0.0]], device=device)
+    out = project_simplex(v).cpu()
+    assert torch.isnan(out[1]).all()
+    torch.testing.assert_close(out[[0, 2]], torch.tensor([[0.2, 0.5, 0.3], [1.0, 0.0, 0.0]]))
+
+
 def test_identical_updates_give_the_data_prior():
     """All updates alike (cos > threshold): d = -1 everywhere, so every row equals p."""
     delta = torch.ones(4, 6, dtype=torch.float64) + 1e-3 * torch.arange(24.).reshape(4, 6)

@@ -81,14 +81,16 @@ def scenario_sections() -> list[str]:
     """The scenario's own sections, in the order a scenario file has them, then a sweep file's."""
     from netsim.data import DATA_FIELDS
     from netsim.data.augment import AUGMENT_FIELDS
-    from netsim.links import (CHURN_FIELDS, COMPUTE_FIELDS, CRASH_FIELDS, FAILURE_FIELDS,
-                              LATENCY_FIELDS, LOSS_FIELDS, SCRIPTED_FIELDS, STRAGGLER_FIELDS)
+    from netsim.links import (OUTAGES, ChurnParams, ComputeParams, CrashParams, FailureParams,
+                              LatencyParams, LossParams, StragglerParams)
     from netsim.running.sweep import EXECUTOR_FIELDS, SWEEP_FIELDS
+    from algorithms.async_base import EventSchedule
     from algorithms.base import Schedule
+    from netsim.links.continuous import ContinuousParams
     from netsim.runtime.sgd import Train
     from netsim.scenario.config import ALGORITHM_COMMON, OUTPUT_FIELDS, TOP_FIELDS
     from netsim.schema.params import schema
-    from netsim.sim.policy import BUDGET_FIELDS, POLICY_FIELDS
+    from netsim.sim.policy import Budget, Policy
 
     sections: list[tuple[str, str, Mapping[str, Field]]] = [
         ("top level", "the keys of a scenario file", TOP_FIELDS),
@@ -98,20 +100,25 @@ def scenario_sections() -> list[str]:
         ("`train`", "local training, for every algorithm (each may override it in its own "
                     "`train`)", schema(Train)),
         ("`schedule`", "rounds and evaluation cadence", schema(Schedule)),
+        ("`schedule` (event-driven)", "a run without rounds, per-client clocks: it names "
+                                      "`until` or `steps` ([async.md](async.md))",
+         schema(EventSchedule)),
+        ("`schedule.links` (event-driven)", "link states in continuous time",
+         schema(ContinuousParams)),
         ("`outputs`", "what the run writes", OUTPUT_FIELDS),
         ("`network.latency`", "propagation delay and bandwidths ([jitter](#jitter))",
-         LATENCY_FIELDS),
-        ("`network.loss`", "message loss", LOSS_FIELDS),
-        ("`network.compute`", "local computation time ([speeds](#speeds))", COMPUTE_FIELDS),
-        ("`network.compute.stragglers`", "slowed-down nodes", STRAGGLER_FIELDS),
-        ("`network.failures`", "node and edge failures", FAILURE_FIELDS),
-        ("`network.failures.churn`", "random crashes and recoveries", CHURN_FIELDS),
-        ("`network.failures.crash`", "a permanent crash", CRASH_FIELDS),
-        *[(f"`network.failures.scripted` (kind: {kind})", "one scripted outage", fields)
-          for kind, fields in SCRIPTED_FIELDS.items()],
-        ("`network.budget`", "communication budgets, enforced by the engine", BUDGET_FIELDS),
+         schema(LatencyParams)),
+        ("`network.loss`", "message loss", schema(LossParams)),
+        ("`network.compute`", "local computation time ([speeds](#speeds))", schema(ComputeParams)),
+        ("`network.compute.stragglers`", "slowed-down nodes", schema(StragglerParams)),
+        ("`network.failures`", "node and edge failures", schema(FailureParams)),
+        ("`network.failures.churn`", "random crashes and recoveries", schema(ChurnParams)),
+        ("`network.failures.crash`", "a permanent crash", schema(CrashParams)),
+        *[(f"`network.failures.scripted` (kind: {kind})", "one scripted outage", schema(params))
+          for kind, params in OUTAGES.items()],
+        ("`network.budget`", "communication budgets, enforced by the engine", schema(Budget)),
         ("`network.policy`", "receiver policy (also per algorithm: `algorithms[k].policy`)",
-         POLICY_FIELDS),
+         schema(Policy)),
         ("`algorithms[k]`", "keys every algorithm accepts besides its own parameters "
                             "([algorithms](#algorithms))", ALGORITHM_COMMON),
         ("sweep file", "`netsim sweep FILE`: a base scenario, a grid and seeds", SWEEP_FIELDS),

@@ -7,12 +7,14 @@ with mean 1 for every node: ``pareto``: x_m (1 + Lomax(alpha)) with x_m = (alpha
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
 from netsim.errors import ConfigError
 from netsim.schema import Field, check_section
+from netsim.schema.params import Params, param, schema
 from netsim.schema.registry import Registry
 
 SPEEDS = Registry("speed distribution")
@@ -50,22 +52,27 @@ def _classes(n: int, rng: np.random.Generator, classes: list[list[float]]) -> np
     return rng.permutation(np.repeat(speed, counts))
 
 
-STRAGGLER_FIELDS = {
-    "share": Field("float", 0.0, "fraction of nodes slowed down (drawn once)", lo=0.0, hi=1.0),
-    "slowdown": Field("float", 10.0, "time multiplier of a straggler", lo=1.0),
-    "jitter": Field("str", "none", "per-call multiplicative jitter for every node, mean 1",
-                    choices=("none", "pareto", "lognormal")),
-    "alpha": Field("float", 3.0, "pareto tail index (> 1)", lo=1.0, lo_open=True),
-    "sigma": Field("float", 0.5, "lognormal log-scale std", lo=0.0),
-}
-COMPUTE_FIELDS = {
-    "step_time": Field("float", None, "seconds per local step at speed 1; null = from model FLOPs",
-                       lo=0.0, lo_open=True, nullable=True),
-    "speed": Field("any", "constant", "per-node speed: a name or {name: constant|uniform|"
-                                      "lognormal|classes, low, high, sigma, classes}"),
-    "stragglers": Field("dict", None, "{share, slowdown, jitter, alpha, sigma}; null = none",
-                        nullable=True),
-}
+@dataclass(frozen=True)
+class StragglerParams(Params):
+    """The ``network.compute.stragglers`` section."""
+
+    share: float = param(0.0, "fraction of nodes slowed down (drawn once)", lo=0.0, hi=1.0)
+    slowdown: float = param(10.0, "time multiplier of a straggler", lo=1.0)
+    jitter: Literal["none", "pareto", "lognormal"] = param(
+        "none", "per-call multiplicative jitter for every node, mean 1")
+    alpha: float = param(3.0, "pareto tail index (> 1)", lo=1.0, lo_open=True)
+    sigma: float = param(0.5, "lognormal log-scale std", lo=0.0)
+
+
+@dataclass(frozen=True)
+class ComputeParams(Params):
+    """The ``network.compute`` section."""
+
+    step_time: float | None = param(None, "seconds per local step at speed 1; null = from model "
+                                    "FLOPs", lo=0.0, lo_open=True)
+    speed: Any = param("constant", "per-node speed: a name or {name: constant|uniform|lognormal|"
+                                   "classes, low, high, sigma, classes}")
+    stragglers: dict | None = param(None, "{share, slowdown, jitter, alpha, sigma}; null = none")
 
 
 def _check_speed(speed: dict, path: str) -> None:
@@ -83,10 +90,11 @@ def _check_speed(speed: dict, path: str) -> None:
 
 def validate_compute(spec: Any, path: str, n: int) -> dict:
     """Validate ``network.compute`` (missing -> speed 1, no stragglers), filling all defaults."""
-    out = check_section(path, spec, COMPUTE_FIELDS)
+    out = check_section(path, spec, schema(ComputeParams))
     out["speed"] = SPEEDS.resolve(out["speed"], f"{path}.speed")
     _check_speed(out["speed"], f"{path}.speed")
-    out["stragglers"] = check_section(f"{path}.stragglers", out["stragglers"], STRAGGLER_FIELDS)
+    out["stragglers"] = check_section(f"{path}.stragglers", out["stragglers"],
+                                      schema(StragglerParams))
     return out
 
 

@@ -12,41 +12,80 @@ Section ``network.failures``::
 """
 from __future__ import annotations
 
+import typing
 import warnings
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
 from netsim.errors import ConfigError
-from netsim.schema import Field, check_section
+from netsim.schema import REQUIRED, check_section
+from netsim.schema.params import Params, param, schema
 
-KINDS = ("node", "edge", "partition")
+Kind = Literal["node", "edge", "partition"]
+KINDS: tuple[str, ...] = typing.get_args(Kind)
 
-FAILURE_FIELDS = {
-    "scripted": Field("list", [], "scripted outages: items with kind node|edge|partition, t0, t1"),
-    "churn": Field("dict", None, "random churn {crash_rate, recover_rate, share}", nullable=True),
-    "crash": Field("dict", None, "permanent crash of a share of nodes {share, at}", nullable=True),
-}
-CHURN_FIELDS = {
-    "crash_rate": Field("float", 0.0, "crashes per simulated second of up time", lo=0.0),
-    "recover_rate": Field("float", 0.0, "recoveries per simulated second; 0 = permanent", lo=0.0),
-    "share": Field("float", 1.0, "fraction of nodes subject to churn (drawn once)", lo=0.0, hi=1.0),
-}
-CRASH_FIELDS = {
-    "share": Field("float", 0.5, "fraction of nodes that crash (drawn once)", lo=0.0, hi=1.0),
-    "at": Field("float", 0.0, "simulated time of the crash", lo=0.0),
-}
-_TIMES = {
-    "kind": Field("str", doc="node, edge or partition", choices=KINDS),
-    "t0": Field("float", 0.0, "start of the outage (simulated s)", lo=0.0),
-    "t1": Field("float", None, "end of the outage (exclusive); null = forever", lo=0.0,
-                nullable=True),
-}
-SCRIPTED_FIELDS = {
-    "node": {**_TIMES, "nodes": Field("list", doc="nodes down", item="int", lo=0)},
-    "edge": {**_TIMES, "edges": Field("list", doc="directed edges [i, j] cut")},
-    "partition": {**_TIMES, "groups": Field("list", doc="lists of nodes; cross-group edges cut")},
-}
+
+@dataclass(frozen=True)
+class FailureParams(Params):
+    """The ``network.failures`` section."""
+
+    scripted: list = param([], "scripted outages: items with kind node|edge|partition, t0, t1")
+    churn: dict | None = param(None, "random churn {crash_rate, recover_rate, share}")
+    crash: dict | None = param(None, "permanent crash of a share of nodes {share, at}")
+
+
+@dataclass(frozen=True)
+class ChurnParams(Params):
+    """The ``network.failures.churn`` section."""
+
+    crash_rate: float = param(0.0, "crashes per simulated second of up time", lo=0.0)
+    recover_rate: float = param(0.0, "recoveries per simulated second; 0 = permanent", lo=0.0)
+    share: float = param(1.0, "fraction of nodes subject to churn (drawn once)", lo=0.0, hi=1.0)
+
+
+@dataclass(frozen=True)
+class CrashParams(Params):
+    """The ``network.failures.crash`` section."""
+
+    share: float = param(0.5, "fraction of nodes that crash (drawn once)", lo=0.0, hi=1.0)
+    at: float = param(0.0, "simulated time of the crash", lo=0.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutageParams(Params):
+    """One scripted outage (an item of ``network.failures.scripted``): its kind and times."""
+
+    kind: Kind = param(REQUIRED, "node, edge or partition")
+    t0: float = param(0.0, "start of the outage (simulated s)", lo=0.0)
+    t1: float | None = param(None, "end of the outage (exclusive); null = forever", lo=0.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeOutageParams(OutageParams):
+    """Nodes down."""
+
+    nodes: list[int] = param(REQUIRED, "nodes down", lo=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeOutageParams(OutageParams):
+    """Directed edges cut."""
+
+    edges: list = param(REQUIRED, "directed edges [i, j] cut")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionOutageParams(OutageParams):
+    """Groups of nodes cut from each other."""
+
+    groups: list = param(REQUIRED, "lists of nodes; cross-group edges cut")
+
+
+#: the parameters of a scripted outage, by kind
+OUTAGES: dict[str, type[OutageParams]] = {"node": NodeOutageParams, "edge": EdgeOutageParams,
+                                          "partition": PartitionOutageParams}
 
 
 def _check_nodes(nodes: Any, path: str, n: int, pairs: bool = False) -> None:
@@ -67,7 +106,7 @@ def _check_item(item: Any, path: str, n: int) -> dict:
     kind = item.get("kind") if isinstance(item, dict) else None
     if kind not in KINDS:
         raise ConfigError(f"{path}.kind", kind, "one of " + ", ".join(KINDS))
-    out = check_section(path, item, SCRIPTED_FIELDS[kind])
+    out = check_section(path, item, schema(OUTAGES[kind]))
     if out["t1"] is not None and out["t1"] < out["t0"]:
         raise ConfigError(f"{path}.t1", out["t1"], f"a time >= t0 = {out['t0']} or null")
     if kind == "node":
@@ -85,13 +124,13 @@ def _check_item(item: Any, path: str, n: int) -> dict:
 
 def validate_failures(spec: Any, path: str, n: int) -> dict:
     """Validate the ``network.failures`` section (missing -> no failures)."""
-    out = check_section(path, spec, FAILURE_FIELDS)
+    out = check_section(path, spec, schema(FailureParams))
     out["scripted"] = [_check_item(item, f"{path}.scripted[{i}]", n)
                        for i, item in enumerate(out["scripted"])]
     if out["churn"] is not None:
-        out["churn"] = check_section(f"{path}.churn", out["churn"], CHURN_FIELDS)
+        out["churn"] = check_section(f"{path}.churn", out["churn"], schema(ChurnParams))
     if out["crash"] is not None:
-        out["crash"] = check_section(f"{path}.crash", out["crash"], CRASH_FIELDS)
+        out["crash"] = check_section(f"{path}.crash", out["crash"], schema(CrashParams))
     if all_crash_at_start(out, n):
         warnings.warn(f"{path}.crash: every client crashes at t = 0, so nothing is trained or "
                       "sent: every result is that of the initial models", RuntimeWarning,

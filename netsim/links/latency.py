@@ -11,6 +11,7 @@ Jitter distributions are parametrised so that their MEAN is ``scale``:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable
 
@@ -19,6 +20,7 @@ import numpy as np
 from netsim.links.draws import UniformAt
 from netsim.links.edges import Edges
 from netsim.schema import Field, check_section
+from netsim.schema.params import Params, Range, param, schema
 from netsim.schema.registry import Registry
 
 Sampler = Callable[[np.random.Generator, int], np.ndarray]
@@ -93,26 +95,28 @@ def _pareto(scale: float, alpha: float) -> Sampler:
     return partial(_pareto_draw, x_m, alpha)
 
 
-LATENCY_FIELDS = {
-    "base": Field("range", 0.01, "propagation delay (s); [lo, hi] draws each ordered pair once",
-                  lo=0.0),
-    "jitter": Field("any", "none", "per-message jitter with mean scale: a name or {name: "
-                                   "none|constant|uniform|exponential|lognormal|pareto, scale, "
-                                   "sigma, alpha}"),
-    "bandwidth": Field("float", None, "uplink and downlink (bytes/s); null = infinite",
-                       lo=0.0, lo_open=True, nullable=True),
-    "uplink": Field("float", None, "uplink (bytes/s), overrides bandwidth; null = bandwidth",
-                    lo=0.0, lo_open=True, nullable=True),
-    "downlink": Field("float", None, "downlink (bytes/s), overrides bandwidth; null = bandwidth",
-                      lo=0.0, lo_open=True, nullable=True),
-    "bandwidth_spread": Field("float", 0.0, "sigma of a per-node lognormal bandwidth factor "
-                                            "(mean 1)", lo=0.0),
-}
+@dataclass(frozen=True)
+class LatencyParams(Params):
+    """The ``network.latency`` section."""
+
+    base: Range = param(0.01, "propagation delay (s); [lo, hi] draws each ordered pair once",
+                        lo=0.0)
+    jitter: Any = param("none", "per-message jitter with mean scale: a name or {name: "
+                                "none|constant|uniform|exponential|lognormal|pareto, scale, sigma, "
+                                "alpha}")
+    bandwidth: float | None = param(None, "uplink and downlink (bytes/s); null = infinite",
+                                    lo=0.0, lo_open=True)
+    uplink: float | None = param(None, "uplink (bytes/s), overrides bandwidth; null = bandwidth",
+                                 lo=0.0, lo_open=True)
+    downlink: float | None = param(None, "downlink (bytes/s), overrides bandwidth; null = "
+                                   "bandwidth", lo=0.0, lo_open=True)
+    bandwidth_spread: float = param(0.0, "sigma of a per-node lognormal bandwidth factor (mean 1)",
+                                    lo=0.0)
 
 
 def validate_latency(spec: Any, path: str, n: int) -> dict:
     """Validate ``network.latency`` (missing -> 0.01 s base, no jitter, infinite bandwidth)."""
-    out = check_section(path, spec, LATENCY_FIELDS)
+    out = check_section(path, spec, schema(LatencyParams))
     out["jitter"] = JITTER.resolve(out["jitter"], f"{path}.jitter")
     return out
 

@@ -1,23 +1,28 @@
 """Message loss: each message on edge i->j is dropped independently with probability p_ij."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from netsim.links.draws import UniformAt
 from netsim.links.edges import Edges
-from netsim.schema import Field, check_section
+from netsim.schema import check_section
+from netsim.schema.params import Params, Range, param, schema
 
-LOSS_FIELDS = {
-    "p": Field("range", 0.0, "drop probability per message; [lo, hi] draws each p_ij once "
-                             "from U[lo, hi]", lo=0.0, hi=1.0),
-}
+
+@dataclass(frozen=True)
+class LossParams(Params):
+    """The ``network.loss`` section."""
+
+    p: Range = param(0.0, "drop probability per message; [lo, hi] draws each p_ij once from "
+                          "U[lo, hi]", lo=0.0, hi=1.0)
 
 
 def validate_loss(spec: Any, path: str, n: int) -> dict:
     """Validate ``network.loss`` (missing -> no loss); ``n`` is not needed here."""
-    return check_section(path, spec, LOSS_FIELDS)
+    return check_section(path, spec, schema(LossParams))
 
 
 class LossModel:

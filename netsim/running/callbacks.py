@@ -6,12 +6,18 @@ callbacks; so is anything a user adds (``netsim.run(..., callbacks=...)``)::
 
     on_start(alg)           before round 0
     on_eval(alg, r)         evaluation due after r rounds (r = 0: the initial models)
+    on_report(alg, report)  round t's report (netsim.sim.facade.RoundReport: links, effective W)
     on_step(alg, row)       the engine closed the round's accounting (its network.csv row)
     on_round(alg, t)        round t (0-based) done; raise Diverged to stop the run
     on_round_end(alg, t)    round t and its evaluation done (checkpoints)
     on_end(alg)             after the last round
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from netsim.sim.facade import RoundReport
 
 
 class Diverged(Exception):
@@ -32,6 +38,8 @@ class Callback:
     def on_start(self, alg) -> None: ...
 
     def on_eval(self, alg, rnd: int) -> None: ...
+
+    def on_report(self, alg, report: RoundReport) -> None: ...
 
     def on_step(self, alg, row: dict) -> None: ...
 

@@ -22,12 +22,15 @@ def run_loop(alg, rounds: int, eval_every: int, callbacks: Sequence[Callback],
         for cb in callbacks:
             getattr(cb, hook)(alg, *args)
 
+    # -- dispatch: an event-driven algorithm plays its own windows (algorithms/async_base.py)
+    if getattr(alg, "event_driven", False):
+        return alg.run_windows(emit, first)
     schedule = Schedule(rounds, eval_every)
     emit("on_start")
     if first == 0:
         emit("on_eval", 0)
     for t in range(first, rounds):
-        alg.round(t)
+        emit("on_report", alg.play(t))
         emit("on_step", alg.net.end_round())
         emit("on_round", t)
         if schedule.evaluates_after(t):
@@ -82,7 +85,8 @@ def make_algorithm(cfg: dict, spec: dict, seed: int, streams, data, model, devic
 def build_algorithm(scenario, index: int = 0, seed: int | None = None, device: str = "cpu"):
     """The ``index``-th algorithm of a scenario (a Scenario, a mapping or a YAML path) for
     ``seed`` (default the scenario's), with its data and model built as the runner builds them:
-    to drive it round by round (``alg.round(t)``; ``alg.net.end_round()`` closes a round)."""
+    to drive it round by round (``alg.play(t)``: the round and its report;
+    ``alg.net.end_round()`` closes a round)."""
     from netsim.data import build_client_data
     from netsim.models import build_model
     from netsim.scenario.config import Scenario

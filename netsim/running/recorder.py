@@ -1,18 +1,60 @@
 """The recorder of one (algorithm, seed) run: a callback of the run loop that writes its
-evaluations (metrics.csv) and network rows (network.csv) as the run goes and, at the end, its
-arrays (``collab/``, ``links/``, ``accounting/``, the algorithm's own) and trace."""
+evaluations (metrics.csv) and network rows (network.csv) as the run goes, keeps what the rounds'
+reports say (:class:`ReportLog`) and, at the end, writes its arrays (``collab/``, ``links/``,
+``effective/``, ``accounting/``, the algorithm's own) and trace."""
 from __future__ import annotations
 
 import numpy as np
 
 from netsim.results import NETWORK_COLUMNS, ResultsWriter
 from netsim.running.callbacks import Callback, Diverged
+from netsim.sim.facade import RoundReport
+from netsim.sim.links_log import LinksLog
 from netsim.util.progress import NoProgress, Progress
 
 
+class ReportLog:
+    """What the rounds' reports (:class:`RoundReport`) leave in the results: ``links/``, a row
+    per round that played on the network (its client deliveries, none when it made no client
+    exchange) once a round exchanged between clients; ``effective/``, the effective weights ``W``
+    of the evaluated ``rounds`` (after round t: t + 1) with, for every round, their ``row_sum``
+    and the report's ``extras``."""
+
+    def __init__(self, n: int):
+        self.links = LinksLog(n)
+        self.exchanged = False                       # some round exchanged between clients
+        self.effective: list[np.ndarray] = []
+        self.rounds: list[int] = []
+        self.per_round: dict[str, list[np.ndarray]] = {}
+
+    def add(self, report: RoundReport, evaluated: bool) -> None:
+        """Keep round ``report.round``'s report; ``evaluated``: the loop evaluates after it."""
+        if report.played:
+            self.links.append(np.empty(0, np.int64) if report.links is None else report.links)
+        self.exchanged |= report.links is not None
+        values = dict(report.extras)
+        if report.effective is not None:
+            values = {"row_sum": report.effective.sum(1), **values}
+            if evaluated:
+                self.effective.append(report.effective.astype(np.float32))
+                self.rounds.append(report.round + 1)
+        for name, value in values.items():
+            self.per_round.setdefault(name, []).append(value)
+
+    def arrays(self) -> dict[str, dict[str, np.ndarray]]:
+        """``{kind: {name: array}}``: ``links`` and ``effective`` when they hold anything."""
+        out = {}
+        if self.exchanged:
+            out["links"] = self.links.arrays()
+        if self.effective:
+            out["effective"] = {"W": np.stack(self.effective), "rounds": np.asarray(self.rounds),
+                                **{k: np.stack(v) for k, v in self.per_round.items()}}
+        return out
+
+
 class Recorder(Callback):
-    """Collects one (algorithm, seed) run's evaluations, network rows, W and links (a callback
-    of the run loop) and writes its arrays at the end (:meth:`finish`)."""
+    """Collects one (algorithm, seed) run's evaluations, network rows, W and round reports (a
+    callback of the run loop) and writes its arrays at the end (:meth:`finish`)."""
 
     def __init__(self, writer: ResultsWriter, label: str, seed: int, data,
                  progress: Progress | NoProgress):
@@ -22,6 +64,7 @@ class Recorder(Callback):
         self.collab_rounds: list[int] = []
         self.final: dict[str, np.ndarray] = {}
         self.extras: dict[str, dict[str, np.ndarray]] = {}
+        self.reports = ReportLog(len(data.cluster))
         self.sim_time = 0.0
         self._eval = {s: data.full(s) for s in ("val", "test")}
         #: clients without samples of a split: no score there (NaN, an empty cell of metrics.csv)
@@ -54,13 +97,17 @@ class Recorder(Callback):
             self.collab_rounds.append(rnd)
         self.sim_time = alg.net.now
 
+    def on_report(self, alg, report: RoundReport) -> None:
+        self.reports.add(report, alg.ctx.schedule.evaluates_after(report.round))
+
     def on_step(self, alg, row: dict) -> None:
         self.writer.add_network([(self.label, self.seed,          # then the engine row's columns
                                   *(row[c] for c in NETWORK_COLUMNS[2:]))])
 
     def state(self) -> dict:
         """What a checkpoint keeps of this recorder (restored into a fresh one on resume)."""
-        return {k: self.__dict__[k] for k in ("collab", "collab_rounds", "final", "sim_time")}
+        return {k: self.__dict__[k]
+                for k in ("collab", "collab_rounds", "final", "reports", "sim_time")}
 
     def restore(self, state: dict) -> None:
         """Go on from :meth:`state` of the interrupted run (``--resume``)."""
@@ -73,9 +120,7 @@ class Recorder(Callback):
         if self.collab:
             self.writer.write_arrays("collab", self.label, self.seed, W=np.stack(self.collab),
                                      rounds=np.asarray(self.collab_rounds))
-        if alg.links_log:
-            self.writer.write_arrays("links", self.label, self.seed, **alg.links_log.arrays())
-        self.extras = alg.extra_arrays()
+        self.extras = {**self.reports.arrays(), **alg.extra_arrays()}
         for kind, arrays in self.extras.items():
             self.writer.write_arrays(kind, self.label, self.seed, **arrays)
         per_node = alg.net.per_node()

@@ -34,7 +34,8 @@ TOP_FIELDS = {
     "model": Field("any", doc="model spec: a name or {name: ..., params}"),
     "network": Field("dict", {}, "topology, links, latency, loss, compute, failures, budget, policy"),
     "train": Field("dict", {}, "local training hyper-parameters"),
-    "schedule": Field("dict", {}, "rounds and evaluation period"),
+    "schedule": Field("dict", {}, "rounds and evaluation period, or an event-driven run's "
+                      "until / steps (docs/async.md)"),
     "algorithms": Field("list", doc="algorithms to compare: names or {name: ..., params}"),
     "outputs": Field("dict", {}, "where and what to write"),
 }
@@ -125,7 +126,7 @@ def _validate_algorithms(specs: list, cfg: dict) -> list[dict]:
 
 def validate(raw: Mapping) -> dict:
     """Validate a raw scenario mapping; return the fully resolved config."""
-    from algorithms.base import Schedule
+    from algorithms.async_base import check_schedule_fits, validate_schedule
     from netsim.data import validate_data
     from netsim.models import MODELS
 
@@ -139,9 +140,10 @@ def validate(raw: Mapping) -> dict:
     cfg["model"] = MODELS.resolve(cfg["model"], "model")
     cfg["network"] = _validate_network(cfg["network"], n)
     cfg["train"] = check_section("train", cfg["train"], schema(Train))
-    cfg["schedule"] = check_section("schedule", cfg["schedule"], schema(Schedule))
+    cfg["schedule"] = validate_schedule(cfg["schedule"])     # rounds, or event-driven
     cfg["outputs"] = check_section("outputs", cfg["outputs"], OUTPUT_FIELDS)
     cfg["algorithms"] = _validate_algorithms(cfg["algorithms"], cfg)
+    check_schedule_fits(cfg)
     return cfg
 
 

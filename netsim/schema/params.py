@@ -2,7 +2,9 @@
 
 A component's parameters are a ``@dataclass(frozen=True)`` whose fields are declared with
 :func:`param`; the annotation gives the kind (``int``, ``float``, ``bool``, ``str``, ``list[int]``,
-``list[float]``, ``dict``, ``Any``), a ``Literal[...]`` the choices and ``| None`` admits null::
+``list[float]``, ``list``, ``dict``, ``Any``, :data:`Range`), a ``Literal[...]`` the choices and
+``| None`` admits null; a field declared with the default :data:`REQUIRED` must be given (its class
+is then ``kw_only``, so that it may follow fields with defaults)::
 
     @dataclass(frozen=True)
     class FedProxParams(ServerParams):
@@ -21,9 +23,11 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, TypeVar, Union
 
-from netsim.schema import Field
+from netsim.schema import REQUIRED, Field
 
 _KINDS = {int: "int", float: "float", bool: "bool", str: "str", dict: "dict", list: "list"}
+#: a number, or ``[lo, hi]``: drawn once from U[lo, hi] (a ``Field`` of kind ``range``)
+Range = Union[float, list[float]]
 
 
 @dataclass(frozen=True)
@@ -36,9 +40,12 @@ P = TypeVar("P", bound=Params)
 
 def param(default: Any, doc: str, *, lo: float | None = None, hi: float | None = None,
           lo_open: bool = False) -> Any:
-    """A dataclass field with its default, its doc and its bounds (``lo``, ``hi``; ``lo_open``:
-    ``lo`` excluded); a list default is copied for each instance."""
+    """A dataclass field with its default (:data:`REQUIRED`: none), its doc and its bounds
+    (``lo``, ``hi``; ``lo_open``: ``lo`` excluded); a list default is copied for each
+    instance."""
     meta = {"param": {"doc": doc, "lo": lo, "hi": hi, "lo_open": lo_open}}
+    if default is REQUIRED:
+        return dataclasses.field(metadata=meta)
     if isinstance(default, list):
         return dataclasses.field(default_factory=lambda: list(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -49,11 +56,12 @@ def _kind(hint: Any, where: str) -> dict:
     args = typing.get_args(hint)
     nullable = typing.get_origin(hint) in (Union, types.UnionType) and type(None) in args
     if nullable:
-        rest = [a for a in args if a is not type(None)]
-        if len(rest) != 1:
-            raise TypeError(f"{where}: one type or None, not {hint}")
-        hint, args = rest[0], typing.get_args(rest[0])
+        rest = tuple(a for a in args if a is not type(None))
+        hint = rest[0] if len(rest) == 1 else Union[rest]
+        args = typing.get_args(hint)
     origin = typing.get_origin(hint)
+    if hint == Range:
+        return {"kind": "range", "nullable": nullable}
     if hint is Any:
         return {"kind": "any", "nullable": nullable}
     if origin is Literal and all(isinstance(a, str) for a in args):
@@ -75,7 +83,8 @@ def schema(cls: type) -> dict[str, Field]:
         where = f"{cls.__name__}.{f.name}"
         if "param" not in f.metadata:
             raise TypeError(f"{where}: declare it with netsim.schema.params.param")
-        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+        default = (f.default_factory() if f.default_factory is not dataclasses.MISSING else
+                   REQUIRED if f.default is dataclasses.MISSING else f.default)
         out[f.name] = Field(default=default, **f.metadata["param"], **_kind(hints[f.name], where))
     return out
 

@@ -7,11 +7,16 @@ graph's edges and the expected link statistics, and may set its peer budget. Eve
 array is receiver-major (``delivered[i, j]``: the message from j reached i) and every array is
 over the N clients; the server of a star (``server=True``, node N of the engine) is reached only
 through :meth:`broadcast` and :meth:`gather`.
+
+The network also gathers what each round did on it for the round's :class:`RoundReport` (the
+client messages its exchanges delivered), which the run loop's callbacks record
+(netsim/running/recorder.py): algorithms do no bookkeeping of their own for the results.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Mapping
 
 import numpy as np
 import torch
@@ -24,7 +29,26 @@ from netsim.sim.store import MessageStore
 from netsim.util.rng import Streams
 from topologies import build_topology
 
-__all__ = ["ComputeResult", "Delivery", "ExchangeResult", "Network", "step_time_from_flops"]
+__all__ = ["ComputeResult", "Delivery", "ExchangeResult", "Network", "RoundReport",
+           "step_time_from_flops"]
+
+
+@dataclass(frozen=True)
+class RoundReport:
+    """What one round did, for the run loop's callbacks (``on_report``): what the network
+    gathered (``round``, ``played``, ``links``; :meth:`Network.report`) and what only the
+    algorithm knows, returned by its ``round`` (``effective``, ``extras``)."""
+
+    round: int = -1
+    #: whether the round played any phase on the network (an idle round has no ``links/`` row)
+    played: bool = False
+    #: sorted keys ``dst * N + src`` of the client messages its exchanges delivered; None when it
+    #: made no exchange between clients
+    links: np.ndarray | None = None
+    #: ``[N, N]`` the weights its model step used (CoBo's effective W), or None
+    effective: np.ndarray | None = None
+    #: per-round values stored beside the effective weights (``effective/``), by name
+    extras: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -41,6 +65,8 @@ class Network:
 
     def __init__(self, sim: Simulator, clients: int, policy: Policy):
         self.sim, self.n, self.policy = sim, clients, policy
+        self._played = False                  # this round: a phase played
+        self._links: list[np.ndarray] = []    # this round: the keys each exchange delivered
 
     @classmethod
     def build(cls, cfg: dict, streams: Streams, policy: Policy, server: bool = False) -> "Network":
@@ -139,6 +165,7 @@ class Network:
         """Local work of the ``active`` clients (all when None): ``steps`` steps of
         ``step_time`` s from ``start`` (default now; a start before now is kept); see
         :meth:`Simulator.compute`."""
+        self._played = True
         if active is None and self.sim.n > self.n:
             active = np.ones(self.n, bool)
         comp = self.sim.compute(steps, step_time, active=self._pad(active, False),
@@ -146,28 +173,34 @@ class Network:
         return self._clients(comp)
 
     def exchange(self, request: np.ndarray, nbytes, ready: np.ndarray | None = None,
-                 round_start: float | None = None,
-                 rows: torch.Tensor | int | None = None) -> ExchangeResult:
+                 round_start: float | None = None, rows: torch.Tensor | int | None = None,
+                 logged: bool = True) -> ExchangeResult:
         """One message along every requested client edge: ``request[dst, src]`` (a matrix) or
         ``bool[E]`` over the client edges; ``ready[src]``: when each sender starts sending
         (default now); ``rows``: what the messages carry, sender j's row j: the senders' rows
         ``[N, d]`` (the store keeps a copy) or the ``payload`` of an earlier exchange (the same
         rows again). The result's ``available``, ``staleness`` and ``held`` are every
-        receiver's copies after the phase (:meth:`MessageStore.mix` reads their rows)."""
+        receiver's copies after the phase (:meth:`MessageStore.mix` reads their rows). Its
+        deliveries count in the round's ``links`` (:meth:`report`) unless ``logged`` is False."""
+        self._played = True
         payload = self.store.post(rows, self.sim.round) if isinstance(rows, torch.Tensor) else \
             (-1 if rows is None else rows)
         if self.sim.n == self.n:
-            return self.sim.exchange(request, nbytes, ready=ready, policy=self.policy,
-                                     round_start=round_start, payload=payload)
-        edges, inside = self._edges
-        request = np.asarray(request, bool)
-        want = np.zeros(len(self.sim.edges), bool)
-        want[inside] = request if request.ndim == 1 else edges.gather(request)
-        ex = self.sim.exchange(want, nbytes, ready=self._pad(ready, self.now),
-                               policy=self.policy, round_start=round_start, payload=payload)
-        return ExchangeResult(edges, {k: v[inside] for k, v in ex.per_edge.items()},
-                              ex.bytes_sent[: self.n], ex.end,
-                              request=request if request.ndim == 2 else None, payload=payload)
+            ex = self.sim.exchange(request, nbytes, ready=ready, policy=self.policy,
+                                   round_start=round_start, payload=payload)
+        else:
+            edges, inside = self._edges
+            request = np.asarray(request, bool)
+            want = np.zeros(len(self.sim.edges), bool)
+            want[inside] = request if request.ndim == 1 else edges.gather(request)
+            got = self.sim.exchange(want, nbytes, ready=self._pad(ready, self.now),
+                                    policy=self.policy, round_start=round_start, payload=payload)
+            ex = ExchangeResult(edges, {k: v[inside] for k, v in got.per_edge.items()},
+                                got.bytes_sent[: self.n], got.end,
+                                request=request if request.ndim == 2 else None, payload=payload)
+        if logged:
+            self._links.append(ex.edges.key[ex.per_edge["delivered"]])
+        return ex
 
     def broadcast(self, to: np.ndarray, nbytes, steps: int, step_time: float) -> Delivery:
         """The server sends ``nbytes`` to the clients ``to`` ``[N]``; those that receive it start
@@ -186,11 +219,22 @@ class Network:
         """The clients that finished ``comp`` upload ``nbytes`` to the server when they finish;
         returns the mask ``[N]`` of uploads the server accepted (receiver policy from
         ``round_start``)."""
+        self._played = True
         n, e = self.n, self.sim.edges
         up = (e.dst == n) & np.append(np.asarray(comp.finished, bool), False)[e.src]
         sent = self.sim.exchange(up, nbytes, ready=self._pad(comp.finish_time, np.inf),
                                  policy=self.policy, round_start=round_start)
         return sent.to(n, "delivered", False)[:n]
+
+    # ------------------------------------------------------------------ the round's report
+    def report(self, t: int, said: RoundReport | None = None) -> RoundReport:
+        """Round ``t``'s report: what the algorithm ``said`` (its ``round``'s return, if any)
+        with whether a phase played and the links its logged exchanges delivered (their union)
+        since the last report, which starts the next round's."""
+        links = np.unique(np.concatenate(self._links)) if self._links else None
+        out = replace(said or RoundReport(), round=t, played=self._played, links=links)
+        self._played, self._links = False, []
+        return out
 
     # ------------------------------------------------------------------ accounting
     def end_round(self) -> dict:

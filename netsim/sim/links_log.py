@@ -1,5 +1,6 @@
-"""The realised communication graph of every round, kept compact: what an algorithm logs of its
-exchanges (``Algorithm.log_links``) and the results' ``links/`` arrays (docs/results_format.md)."""
+"""The realised communication graph of every round, kept compact: what the rounds' reports say
+their exchanges delivered (``RoundReport.links``, kept by the recorder) and the results' ``links/``
+arrays (docs/results_format.md)."""
 from __future__ import annotations
 
 import numpy as np
@@ -22,11 +23,7 @@ class LinksLog:
     def __len__(self) -> int:
         return len(self.stored)
 
-    def append(self, delivered: np.ndarray) -> None:
-        """Record the next round's ``delivered`` [N, N] (bool)."""
-        self.append_flat(np.flatnonzero(np.asarray(delivered, bool)))
-
-    def append_flat(self, flat: np.ndarray) -> None:
+    def append(self, flat: np.ndarray) -> None:
         """Record the next round from the sorted flat indices ``dst * N + src`` of its delivered
         pairs: as those indices when under 1/32 of the pairs, else as packed bits (no ``[N, N]``
         matrix is built in the first case)."""

@@ -13,38 +13,24 @@ messages that come late (docs/architecture.md, "The layers"):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from netsim.errors import ConfigError
-from netsim.schema import Field, check_section
-
-POLICY_FIELDS = {
-    "name": Field("str", "wait_all", "receiver policy", choices=("wait_all", "deadline", "async")),
-    "timeout": Field("float", None, "wait_all: give up this long after the phase started",
-                     lo=0, lo_open=True, nullable=True),
-    "deadline": Field("float", None, "deadline: round length in simulated seconds",
-                      lo=0, lo_open=True, nullable=True),
-    "late": Field("str", "drop", "deadline: what happens to late messages", choices=("drop", "stale")),
-    "max_staleness": Field("int", 0, "async/stale: oldest usable copy, in rounds", lo=0),
-}
-
-BUDGET_FIELDS = {
-    "peers_per_round": Field("int", None, "in-degree cap: messages a node accepts per round (DPFL Bc)",
-                             lo=0, nullable=True),
-    "bytes_per_round": Field("float", None, "bytes a node may send per round", lo=0, nullable=True),
-    "total_bytes": Field("float", None, "bytes a node may send over the whole run", lo=0,
-                         nullable=True),
-}
+from netsim.schema import check_section
+from netsim.schema.params import Params, param, schema
 
 
 @dataclass(frozen=True)
-class Policy:
-    """A validated receiver policy."""
+class Policy(Params):
+    """A receiver policy: the ``network.policy`` section (or an algorithm's ``policy``)."""
 
-    name: str = "wait_all"
-    timeout: float | None = None
-    deadline: float | None = None
-    late: str = "drop"
-    max_staleness: int = 0
+    name: Literal["wait_all", "deadline", "async"] = param("wait_all", "receiver policy")
+    timeout: float | None = param(None, "wait_all: give up this long after the phase started",
+                                  lo=0, lo_open=True)
+    deadline: float | None = param(None, "deadline: round length in simulated seconds", lo=0,
+                                   lo_open=True)
+    late: Literal["drop", "stale"] = param("drop", "deadline: what happens to late messages")
+    max_staleness: int = param(0, "async/stale: oldest usable copy, in rounds", lo=0)
 
     @property
     def keeps_late(self) -> bool:
@@ -52,9 +38,19 @@ class Policy:
         return self.name == "async" or (self.name == "deadline" and self.late == "stale")
 
 
+@dataclass(frozen=True)
+class Budget(Params):
+    """The ``network.budget`` section: communication budgets, null = unlimited."""
+
+    peers_per_round: int | None = param(None, "in-degree cap: messages a node accepts per round "
+                                        "(DPFL Bc)", lo=0)
+    bytes_per_round: float | None = param(None, "bytes a node may send per round", lo=0)
+    total_bytes: float | None = param(None, "bytes a node may send over the whole run", lo=0)
+
+
 def validate_policy(spec: dict | None, path: str) -> dict:
     """Fill defaults and check the combination (a deadline policy needs a deadline)."""
-    out = check_section(path, spec or {}, POLICY_FIELDS)
+    out = check_section(path, spec or {}, schema(Policy))
     if out["name"] == "deadline" and out["deadline"] is None:
         raise ConfigError(f"{path}.deadline", None, "a positive number of simulated seconds",
                           "the deadline policy needs one")
@@ -65,4 +61,4 @@ def validate_policy(spec: dict | None, path: str) -> dict:
 
 def validate_budget(spec: dict | None, path: str) -> dict:
     """Budgets are non-negative; null means unlimited."""
-    return check_section(path, spec or {}, BUDGET_FIELDS)
+    return check_section(path, spec or {}, schema(Budget))

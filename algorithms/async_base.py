@@ -1,0 +1,224 @@
+"""Event-driven algorithms: per-client clocks instead of rounds (docs/async.md).
+
+An event-driven scenario has ``schedule: {until: seconds | steps: local steps, eval_every:
+seconds, links: ..., mode: batched | reference}``. Each client wakes, computes for the time the
+compute model gives, then sends; what it uses is what has arrived when it wakes. The network
+(:class:`netsim.sim.async_net.AsyncNetwork`) decides every event's time from the network models
+alone; the algorithm turns events into tensor *actions* that name the state they read and write,
+and :class:`netsim.sim.grouping.ActionQueue` runs them one at a time (``reference``) or in
+conflict-free batches (``batched``) with the same result. The run loop sees one "round" per
+evaluation window: :meth:`AsyncAlgorithm.run_windows` plays windows of ``eval_every`` simulated
+seconds, with the run loop's callbacks, until ``until`` or until every client did its ``steps``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Mapping
+
+import numpy as np
+import torch
+
+from algorithms.base import Algorithm, Schedule
+from netsim.data.augment import augments
+from netsim.errors import ConfigError
+from netsim.links.continuous import validate_continuous
+from netsim.runtime.client_streams import ClientStreams
+from netsim.schema import check_section
+from netsim.schema.params import Params, param, schema
+from netsim.sim.async_net import AsyncNetwork
+from netsim.sim.events import Event
+from netsim.sim.facade import RoundReport
+from netsim.sim.grouping import ActionQueue
+
+
+@dataclass(frozen=True)
+class EventSchedule(Params):
+    """The ``schedule`` section of an event-driven run (it names ``until`` or ``steps``)."""
+
+    until: float | None = param(None, "stop at this simulated time (s)", lo=0.0, lo_open=True)
+    steps: int | None = param(None, "stop when every client did this many local steps", lo=1)
+    eval_every: float = param(1.0, "evaluate every this many simulated seconds (a window: "
+                              "network.csv row, budgets)", lo=0.0, lo_open=True)
+    links: Any = param("resample", "link states in continuous time: resample | markov, or "
+                       "{name, coherence, mean_up, mean_down} (netsim.links.continuous)")
+    mode: Literal["batched", "reference"] = param(
+        "batched", "batched: conflict-free groups of events per tensor call; reference: one "
+        "event at a time (the same trace and numbers)")
+    max_pending: int = param(4096, "batched: actions held before they run", lo=1)
+
+
+#: the keys that make a schedule event-driven
+EVENT_KEYS = ("until", "steps")
+
+
+def validate_schedule(section: Any) -> dict:
+    """The ``schedule`` section: round-based (:class:`Schedule`) unless it names ``until`` or
+    ``steps``. An event-driven one also gets ``rounds``: its number of evaluation windows when
+    it ends at ``until``, else 1 (what progress displays and estimates count)."""
+    if not (isinstance(section, Mapping) and any(k in section for k in EVENT_KEYS)):
+        return check_section("schedule", section, schema(Schedule))
+    given = {k: v for k, v in section.items() if k != "rounds"}
+    out = check_section("schedule", given, schema(EventSchedule))
+    if out["until"] is None and out["steps"] is None:
+        raise ConfigError("schedule.until", None, "a simulated time > 0, or schedule.steps "
+                          "a number of local steps (at least one of them)")
+    out["links"] = validate_continuous(out["links"], "schedule.links")
+    out["rounds"] = 1 if out["until"] is None else math.ceil(out["until"] / out["eval_every"])
+    if section.get("rounds", out["rounds"]) != out["rounds"]:       # a resolved config has it
+        raise ConfigError("schedule.rounds", section["rounds"],
+                          f"{out['rounds']} or absent: an event-driven schedule derives it "
+                          "(evaluation windows)")
+    return out
+
+
+def event_driven(cfg: dict) -> bool:
+    """Whether a resolved scenario's schedule is event-driven."""
+    return any(cfg["schedule"].get(k) is not None for k in EVENT_KEYS)
+
+
+def check_schedule_fits(cfg: dict) -> None:
+    """Every algorithm of a resolved scenario runs on its kind of schedule."""
+    from algorithms import ALGORITHMS
+
+    for i, spec in enumerate(cfg["algorithms"]):
+        cls = ALGORITHMS.get(spec["name"], "algorithms").obj
+        if getattr(cls, "event_driven", False) != event_driven(cfg):
+            want = "until or steps (event-driven)" if event_driven(cfg) else "rounds"
+            raise ConfigError(f"algorithms[{i}].name", spec["name"],
+                              f"an algorithm whose schedule is {want}, as schedule's")
+
+
+class AsyncAlgorithm(Algorithm):
+    """Base of event-driven algorithms. A subclass implements :meth:`start_step` (a client woke
+    and starts computing), :meth:`finish_step` (it is done) and :meth:`on_message`, queues its
+    tensor work with :meth:`act` and runs it in ``act_<kind>(payloads)`` for any number of
+    payloads at once."""
+
+    event_driven = True
+    group = "decentralised"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        sched = ctx.cfg["schedule"]
+        self.sched = sched
+        self.net = AsyncNetwork(ctx.cfg, ctx.streams, sched["links"], sched["eval_every"])
+        self.actions = ActionQueue(self._run_actions, sched["mode"], sched["max_pending"])
+        self.bank = self.new_bank()
+        self.grads = torch.zeros_like(self.bank.flat)
+        seed = int(ctx.streams.numpy("training").integers(2 ** 63))
+        self.batches = ClientStreams(self.data, seed, self.train.batch_size)
+        self.steps_done = np.zeros(self.n, np.int64)       # local computations finished
+        self.started = np.zeros(self.n, np.int64)          # computations started (batch counter)
+        self.stopped = np.zeros(self.n, bool)              # did its steps, or down for good
+        self.model_bytes = 4.0 * self.bank.flat.shape[1]
+        self.retry = self.train.local_steps * self.step_time   # a down client looks again
+        for i in range(self.n):
+            self.net.queue.push(0.0, "wake", i)
+
+    @classmethod
+    def check_config(cls, spec: dict, cfg: dict, path: str) -> None:
+        for key in ("momentum", "weight_decay", "clip"):
+            if spec["train"][key]:
+                raise ConfigError(f"{path}.train.{key}", spec["train"][key],
+                                  f"{'null' if key == 'clip' else 0} (the paper's plain SGD "
+                                  "step; set it in the algorithm's train)")
+        if augments(cfg["data"]["augment"]):
+            raise ConfigError("data.augment", cfg["data"]["augment"],
+                              "no crop or flip for event-driven algorithms (their batches come "
+                              "from per-client streams)")
+        if cfg["network"]["budget"]["peers_per_round"] is not None:
+            raise ConfigError("network.budget.peers_per_round",
+                              cfg["network"]["budget"]["peers_per_round"],
+                              "null for event-driven algorithms (bytes budgets are per window)")
+
+    # ------------------------------------------------------------------ actions
+    def act(self, kind: str, payload: Any, reads=(), writes=()) -> None:
+        """Queue tensor work ``act_<kind>`` with the state keys it reads and writes."""
+        self.actions.add(kind, payload, reads, writes)
+
+    def _run_actions(self, kind: str, payloads: list) -> None:
+        getattr(self, f"act_{kind}")(payloads)
+
+    def compute_grads(self, payloads: list[tuple[int, int]],
+                      rows: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        """``act_grad``: gradients of clients ``i`` on their batch number ``k`` (payloads
+        ``(i, k)``) at the parameters ``rows(idx)``, into :attr:`grads` (a client's gradient
+        may differ in float32 round-off with its place in the batch: the kernels' vector lanes
+        meet its rows at another alignment)."""
+        clients, steps = (np.asarray(c) for c in zip(*payloads))
+        x, y = self.batches.batch(clients, steps)
+        idx = torch.as_tensor(clients, device=self.device)
+        _, g = self.bank.grad(x, y, clients=idx, flat=rows(idx))
+        self.grads[idx] = g
+
+    # ------------------------------------------------------------------ events
+    def start_step(self, i: int, t: float, k: int) -> None:
+        raise NotImplementedError
+
+    def finish_step(self, i: int, t: float) -> None:
+        raise NotImplementedError
+
+    def on_message(self, t: float, msg, delivered: bool) -> None:
+        raise NotImplementedError
+
+    def wake_at(self, i: int, t: float) -> None:
+        """Client i wakes again at ``t`` unless it did its steps."""
+        steps = self.sched["steps"]
+        if steps is not None and self.steps_done[i] >= steps:
+            self.stopped[i] = True
+        else:
+            self.net.queue.push(t, "wake", i)
+
+    def _handle(self, ev: Event, delivered: bool) -> None:
+        i, t, net = ev.client, ev.time, self.net
+        if ev.kind == "deliver":
+            self.on_message(t, ev.data, delivered)
+        elif ev.kind == "finish":
+            self.steps_done[i] += 1
+            net.events.add(t, i, "finish", -1, int(self.steps_done[i]))
+            self.finish_step(i, t)
+        elif not net.alive(i, t):
+            if net.down_for_good(i, t):
+                self.stopped[i] = True
+            else:
+                net.queue.push(t + self.retry, "wake", i)
+        else:
+            k = int(self.started[i])
+            self.started[i] += 1
+            net.events.add(t, i, "wake", -1, k)
+            self.start_step(i, t, k)
+            end, survives = net.step_end(i, t, self.train.local_steps, self.step_time)
+            net.queue.push(end, "finish" if survives else "wake", i)
+
+    # ------------------------------------------------------------------ windows
+    def round(self, t: int) -> RoundReport | None:
+        """Window ``t``: every event before its end, then the held tensor work."""
+        end = (t + 1) * self.sched["eval_every"]
+        if self.sched["until"] is not None:
+            end = min(end, self.sched["until"])
+        self.net.run_until(end, self._handle, self.done)
+        self.actions.flush()
+        return None
+
+    def done(self) -> bool:
+        """Every client did its steps or is down for good (``steps`` schedules)."""
+        return bool(self.stopped.all())
+
+    def run_windows(self, emit: Callable[..., None], first: int = 0) -> None:
+        """The run loop of an event-driven run: windows until ``until`` or :meth:`done`, with
+        the run loop's hooks (``emit(hook, *args)``; netsim.running.loop). No hook writes a
+        mid-run checkpoint (``on_round_end`` is not called), so ``first`` is 0."""
+        if first:
+            raise ValueError(f"an event-driven run cannot start at window {first}: it has no "
+                             "mid-run checkpoints")
+        emit("on_start")
+        emit("on_eval", 0)
+        t, until = 0, self.sched["until"]
+        while not self.done() and (until is None or self.net.now < until):
+            emit("on_report", self.play(t))
+            emit("on_step", self.net.end_round())
+            emit("on_round", t)
+            emit("on_eval", t + 1)
+            t += 1
+        emit("on_end")

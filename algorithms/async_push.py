@@ -1,0 +1,157 @@
+"""Asynchronous gradient push (Assran & Rabbat, IEEE TAC 2021, "Asynchronous gradient push"),
+event-driven (docs/async.md).
+
+Each node i keeps a push-sum numerator ``x_i`` and weight ``w_i`` and, at its own rate:
+
+- wakes up and processes what has arrived (the paper's Algorithm 1: messages are summed into
+  ``x_i, w_i`` on wake-up, whatever their delay), then computes a gradient at the de-biased
+  ``z_i = x_i / w_i``;
+- when it is done, takes the step ``x_i <- x_i - alpha g_i`` and pushes: it keeps
+  ``(x_i, w_i) / (1 + d_i)`` and sends the same share to each of its ``d_i`` out-neighbours
+  (column-stochastic push-sum, Kempe et al. 2003).
+
+Lost messages do not lose mass (the robust push-sum of Hadjicostis, Vaidya & Dominguez-Garcia
+2016, which the paper's analysis allows): i adds every share it sends to a running sum
+``phi_i``, a message carries ``phi_i`` as it was when sent, and receiver k keeps, per in-edge,
+the running sum it last used, ``rho_ik``, adding ``phi - rho_ik`` of the newest message arrived.
+So ``sum_i (x_i, w_i) + sum_edges (phi_src - rho_edge)`` is the initial mass at every instant,
+and with frozen models (alpha = 0) every ``z_i`` tends to the initial average of the models
+(tests/test_async_push.py).
+
+The push-sum state is float64 (the running sums grow with every push; float32 lost 1e-5 of the
+mass in a few seconds). The running sums sent are kept as immutable snapshots (rows of one
+tensor), referenced by the messages in flight and the per-edge newest and used ones, and
+recycled when none refers to them.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from algorithms import register
+from algorithms.async_base import AsyncAlgorithm
+from netsim.sim.async_net import IN_FLIGHT
+
+
+def inbox_mass(new: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
+    """The mass an in-edge brings: its newest running sum less the one used before."""
+    return new - used
+
+
+@register("async_push")
+class AsyncPush(AsyncAlgorithm):
+    """Push-sum at each node's own rate, messages processed on wake-up, running sums.
+    No parameters of its own: alpha is ``train.lr``."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        d = self.bank.flat.shape[1]
+        # float64: the running sums grow with every push, and their differences must stay exact
+        self.mass = torch.cat([self.bank.flat.double(),
+                               torch.ones(self.n, 1, dtype=torch.float64, device=self.device)], 1)
+        self.phi = torch.zeros_like(self.mass)                   # running sums sent
+        self.snap = torch.zeros(1 + 2 * len(self.net.edges), d + 1, dtype=torch.float64,
+                                device=self.device)
+        self.refs = np.zeros(len(self.snap), np.int64)
+        self.refs[0] = 2 ** 62                                   # snapshot 0: zero, kept
+        self.free = list(range(len(self.snap) - 1, 0, -1))
+        edges = len(self.net.edges)
+        self.newest = np.zeros(edges, np.int64)                  # per in-edge: newest arrived
+        self.newest_id = np.full(edges, -1, np.int64)            # ... its message id
+        self.used = np.zeros(edges, np.int64)                    # ... the one summed in
+        self.model_bytes += 4.0                                  # the weight w travels too
+
+    # ------------------------------------------------------------------ snapshots
+    def _hold(self, k: int, count: int = 1) -> None:
+        self.refs[k] += count
+
+    def _release(self, k: int) -> None:
+        self.refs[k] -= 1
+        if self.refs[k] == 0:
+            self.free.append(k)
+
+    def _new_snapshot(self) -> int:
+        if not self.free:                                        # grow; held work sees self.snap
+            old = len(self.snap)
+            self.snap = torch.cat([self.snap, torch.zeros_like(self.snap)])
+            self.refs = np.concatenate([self.refs, np.zeros(old, np.int64)])
+            self.free = list(range(2 * old - 1, old - 1, -1))
+        return self.free.pop()
+
+    # ------------------------------------------------------------------ events
+    def personal_models(self) -> torch.Tensor:
+        return self.debiased(self.mass)
+
+    def debiased(self, mass: torch.Tensor) -> torch.Tensor:
+        """``z = x / w`` of push-sum rows ``mass``, in the bank's dtype."""
+        return (mass[:, :-1] / mass[:, -1:]).to(self.bank.flat.dtype)
+
+    def health(self) -> dict:
+        return {"model": self.personal_models(), "push-sum weight": self.mass[:, -1:]}
+
+    def start_step(self, i: int, t: float, k: int) -> None:
+        e = self.net.edges
+        into = np.arange(e.in_ptr[i], e.in_ptr[i + 1])
+        fresh = into[self.newest[into] != self.used[into]]
+        new, old = self.newest[fresh], self.used[fresh]
+        for src, m in zip(e.src[fresh], self.newest_id[fresh]):
+            self.net.events.add(t, i, "use", int(src), int(m))
+        self.act("wake", (i, k, new, old), reads=[("s", int(s)) for s in (*new, *old)],
+                 writes=[("y", i), ("g", i)])
+        for a, b in zip(new, old):
+            self._hold(int(a))
+            self._release(int(b))
+        self.used[fresh] = new
+
+    def act_wake(self, payloads: list[tuple[int, int, np.ndarray, np.ndarray]]) -> None:
+        """Sum in what arrived (``x_i, w_i += phi_new - rho``), then the gradients at
+        ``z_i = x_i / w_i``."""
+        rows = np.concatenate([np.full(len(new), i) for i, _, new, _ in payloads])
+        new, old = (torch.as_tensor(np.concatenate([p[j] for p in payloads]), dtype=torch.long,
+                                    device=self.device) for j in (2, 3))
+        self.mass.index_add_(0, torch.as_tensor(rows, dtype=torch.long, device=self.device),
+                             inbox_mass(self.snap[new], self.snap[old]))
+        self.compute_grads([p[:2] for p in payloads],
+                           lambda idx: self.debiased(self.mass[idx]))
+
+    def finish_step(self, i: int, t: float) -> None:
+        out = self.net.out_edges(i)
+        sid = self._new_snapshot()
+        outcome, _ = self.net.send(t, i, out, self.model_bytes, data=sid)
+        flying = int(np.count_nonzero(outcome == IN_FLIGHT))
+        if flying:
+            self._hold(sid, flying)
+        else:
+            self.free.append(sid)
+            sid = -1
+        writes = [("y", i), ("phi", i)] + ([("s", sid)] if sid >= 0 else [])
+        self.act("push", (i, sid, len(out)), reads=[("g", i), ("y", i), ("phi", i)],
+                 writes=writes)
+        self.wake_at(i, t)
+
+    def act_push(self, payloads: list[tuple[int, int, int]]) -> None:
+        i, sid, degree = (np.asarray(c) for c in zip(*payloads))
+        idx = torch.as_tensor(i, device=self.device)
+        y = self.mass[idx]
+        y[:, :-1] -= self.train.lr * self.grads[idx]
+        share = y / torch.as_tensor(1.0 + degree, dtype=y.dtype, device=self.device)[:, None]
+        self.phi[idx] += share
+        self.mass[idx] = share
+        keep = sid >= 0
+        if keep.any():
+            self.snap[torch.as_tensor(sid[keep], device=self.device)] = \
+                self.phi[idx[torch.as_tensor(keep, device=self.device)]]
+
+    def on_message(self, t: float, msg, delivered: bool) -> None:
+        sid = msg.data
+        if delivered and msg.id > self.newest_id[msg.edge]:      # newer than what it holds
+            self._release(int(self.newest[msg.edge]))
+            self.newest[msg.edge], self.newest_id[msg.edge] = sid, msg.id
+        else:
+            self._release(sid)
+
+    def in_flight_mass(self) -> torch.Tensor:
+        """``sum_edges (phi_src - rho_edge)``: mass sent but not yet summed in (after the held
+        work has run)."""
+        e = self.net.edges
+        return (self.phi[torch.as_tensor(e.src)] - self.snap[torch.as_tensor(self.used)]).sum(0)
