@@ -69,6 +69,7 @@ class ADPSGD(AsyncAlgorithm):
             self._alone(i, t)
             return
         self.net.events.add(t, j, "average", i, msg.id)
+        self.merged(j, t, msg.sent_at)
         self.act("average", (i, j), reads=[("g", i)], writes=[("x", i), ("x", j)])
         self.wake_at(i, t + (t - msg.sent_at))
 

@@ -9,6 +9,10 @@ and :class:`netsim.sim.grouping.ActionQueue` runs them one at a time (``referenc
 conflict-free batches (``batched``) with the same result. The run loop sees one "round" per
 evaluation window: :meth:`AsyncAlgorithm.run_windows` plays windows of ``eval_every`` simulated
 seconds, with the run loop's callbacks, until ``until`` or until every client did its ``steps``.
+
+Each window's report (:class:`RoundReport`) carries what the results need of the clocks
+(docs/async.md, "Results"): the ages of the peers' models and messages merged in it (a subclass
+calls :meth:`AsyncAlgorithm.merged` where it merges) and each client's idle time.
 """
 from __future__ import annotations
 
@@ -113,6 +117,10 @@ class AsyncAlgorithm(Algorithm):
         self.stopped = np.zeros(self.n, bool)              # did its steps, or down for good
         self.model_bytes = 4.0 * self.bank.flat.shape[1]
         self.retry = self.train.local_steps * self.step_time   # a down client looks again
+        self._merges: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (client, time, age)
+        self.idle_since = np.zeros(self.n)       # idle from then on; nan while computing
+        self.idle_total = np.zeros(self.n)       # idle s of the spells that ended
+        self._idle_reported = np.zeros(self.n)   # idle s up to the last window's end
         for i in range(self.n):
             self.net.queue.push(0.0, "wake", i)
 
@@ -152,6 +160,32 @@ class AsyncAlgorithm(Algorithm):
         _, g = self.bank.grad(x, y, clients=idx, flat=rows(idx))
         self.grads[idx] = g
 
+    # ------------------------------------------------------------------ what the results see
+    def merged(self, client: int, t: float, sent_at: float | np.ndarray) -> None:
+        """``client`` merged at ``t`` peers' models or messages sent at ``sent_at`` (one time or
+        an array): their ages ``t - sent_at`` go to the window's report (``staleness``)."""
+        sent = np.atleast_1d(np.asarray(sent_at, np.float64))
+        self._merges.append((np.full(sent.size, client, np.int32), np.full(sent.size, t),
+                             t - sent))
+
+    def _take_merges(self) -> dict[str, np.ndarray]:
+        """The window's merges (``client``, ``time``, ``age``), forgotten here."""
+        merges = self._merges or [(np.empty(0, np.int32), np.empty(0), np.empty(0))]
+        self._merges = []
+        return {k: np.concatenate(col) for k, col in zip(("client", "time", "age"), zip(*merges))}
+
+    def idle_until(self, t: float) -> np.ndarray:
+        """Each client's idle simulated seconds from 0 to ``t``: time not spent on a
+        computation that completes (waiting for a reply, down, its work lost, done with its
+        steps)."""
+        return self.idle_total + np.nan_to_num(t - self.idle_since)
+
+    def _take_idle(self) -> np.ndarray:
+        """Each client's idle seconds in the window that ends now."""
+        upto = self.idle_until(self.net.now)
+        window, self._idle_reported = upto - self._idle_reported, upto
+        return window
+
     # ------------------------------------------------------------------ events
     def start_step(self, i: int, t: float, k: int) -> None:
         raise NotImplementedError
@@ -176,6 +210,7 @@ class AsyncAlgorithm(Algorithm):
             self.on_message(t, ev.data, delivered)
         elif ev.kind == "finish":
             self.steps_done[i] += 1
+            self.idle_since[i] = t
             net.events.add(t, i, "finish", -1, int(self.steps_done[i]))
             self.finish_step(i, t)
         elif not net.alive(i, t):
@@ -189,17 +224,21 @@ class AsyncAlgorithm(Algorithm):
             net.events.add(t, i, "wake", -1, k)
             self.start_step(i, t, k)
             end, survives = net.step_end(i, t, self.train.local_steps, self.step_time)
+            if survives:                               # busy until it finishes
+                self.idle_total[i] += t - self.idle_since[i]
+                self.idle_since[i] = np.nan
             net.queue.push(end, "finish" if survives else "wake", i)
 
     # ------------------------------------------------------------------ windows
-    def round(self, t: int) -> RoundReport | None:
-        """Window ``t``: every event before its end, then the held tensor work."""
+    def round(self, t: int) -> RoundReport:
+        """Window ``t``: every event before its end, then the held tensor work; its report has
+        the window's merges and idle times."""
         end = (t + 1) * self.sched["eval_every"]
         if self.sched["until"] is not None:
             end = min(end, self.sched["until"])
         self.net.run_until(end, self._handle, self.done)
         self.actions.flush()
-        return None
+        return RoundReport(staleness=self._take_merges(), idle=self._take_idle())
 
     def done(self) -> bool:
         """Every client did its steps or is down for good (``steps`` schedules)."""

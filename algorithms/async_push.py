@@ -58,6 +58,7 @@ class AsyncPush(AsyncAlgorithm):
         edges = len(self.net.edges)
         self.newest = np.zeros(edges, np.int64)                  # per in-edge: newest arrived
         self.newest_id = np.full(edges, -1, np.int64)            # ... its message id
+        self.newest_sent = np.zeros(edges)                       # ... when it was sent
         self.used = np.zeros(edges, np.int64)                    # ... the one summed in
         self.model_bytes += 4.0                                  # the weight w travels too
 
@@ -96,6 +97,8 @@ class AsyncPush(AsyncAlgorithm):
         new, old = self.newest[fresh], self.used[fresh]
         for src, m in zip(e.src[fresh], self.newest_id[fresh]):
             self.net.events.add(t, i, "use", int(src), int(m))
+        if fresh.size:
+            self.merged(i, t, self.newest_sent[fresh])
         self.act("wake", (i, k, new, old), reads=[("s", int(s)) for s in (*new, *old)],
                  writes=[("y", i), ("g", i)])
         for a, b in zip(new, old):
@@ -147,6 +150,7 @@ class AsyncPush(AsyncAlgorithm):
         if delivered and msg.id > self.newest_id[msg.edge]:      # newer than what it holds
             self._release(int(self.newest[msg.edge]))
             self.newest[msg.edge], self.newest_id[msg.edge] = sid, msg.id
+            self.newest_sent[msg.edge] = msg.sent_at
         else:
             self._release(sid)
 

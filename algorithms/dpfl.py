@@ -220,6 +220,11 @@ class DPFL(BudgetedSteps, Algorithm):
     def personal_models(self) -> torch.Tensor:
         return self.best.models if self.hp.report == "best_val" else self.current_models()
 
+    def health(self) -> dict[str, torch.Tensor]:
+        """The reported models and the models that train: under ``report: best_val`` the
+        reported ones can stay finite while training has diverged."""
+        return {"model": self.personal_models(), "training model": self.bank.flat}
+
     def collaboration(self) -> np.ndarray:
         """Row k: the p-weights of C_k ∪ {k} aggregated this round (identity without one)."""
         w = (self.used | np.eye(self.n, dtype=bool)) * self.weight.cpu().numpy()[None, :]

@@ -51,8 +51,10 @@ def _run(raw: dict, out: Path, threads: int | None) -> dict:
     from netsim.errors import ConfigError
 
     last: ConfigError | None = None
-    for rounds in (raw["schedule"]["rounds"], 6, 12):       # e.g. DPFL's preprocessing rounds
-        raw["schedule"]["rounds"] = rounds
+    tries = (raw["schedule"]["rounds"], 6, 12) if "rounds" in raw["schedule"] else (None,)
+    for rounds in tries:                                     # e.g. DPFL's preprocessing rounds
+        if rounds is not None:
+            raw["schedule"]["rounds"] = rounds
         try:
             return _clean(run(Scenario(raw), out=out, quiet=True, overwrite=True,
                               threads=threads).summary)
@@ -77,6 +79,11 @@ def _short(path: Path, rounds: int, tmp: Path) -> dict:
         if not folder.exists():                    # as tests/test_paper_scenarios.py writes them
             write_standin(spec["name"], folder, samples_per_class=6, writers=8, split=split)
         raw = shrink(raw, folder)
+    elif "until" in raw["schedule"]:          # event-driven: ``rounds`` evaluation windows
+        sched = raw["schedule"]
+        sched["until"] = min(sched["until"], rounds * sched.get("eval_every", 1.0))
+    elif "steps" in raw["schedule"]:
+        raw["schedule"]["steps"] = min(raw["schedule"]["steps"], rounds)
     else:
         raw["schedule"]["rounds"] = min(raw["schedule"].get("rounds", rounds), rounds)
         raw["schedule"]["eval_every"] = 1

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from algorithms.dpfl_budget import random_peers, resolve_budget
 from netsim import run
@@ -183,3 +184,14 @@ def test_period_and_between(tmp_path):
     assert not local["used"][[2, 4]].any() and local["used"][[1, 3]].any()
     np.testing.assert_array_equal(reuse["used"][2], reuse["used"][1])   # same C_k, all arrived
     np.testing.assert_array_equal(reuse["used"][4], reuse["used"][3])
+
+
+def test_health_covers_the_models_that_train_under_best_val():
+    """With ``report: best_val`` the reported models are the best-validation ones, which stay
+    finite when training diverges later; the divergence check must still see the models that
+    train (a grid run at lr 0.1 reported round 1's models for rounds after training diverged)."""
+    alg = build(scenario(TINY, **{"algorithms": [{"name": "dpfl", "report": "best_val"}]}))
+    alg.play(0)
+    alg.bank.flat[0] = float("nan")
+    assert torch.isfinite(alg.personal_models()).all()
+    assert not all(torch.isfinite(v).all() for v in alg.health().values())

@@ -168,7 +168,7 @@ def test_robustness_curves_from_several_results_folders(tmp_path):
 
 def test_cli_figures_pdf_only_and_bad_kind(folder, capsys):
     assert set(KINDS) == {"accuracy", "collab", "graph", "scatter", "asymmetry", "groups",
-                          "timeline", "links", "partition"}
+                          "timeline", "links", "partition", "staleness"}
     assert main(["figures", str(folder), "--pdf", "--only", "scatter"]) == 0
     out = [folder / "figures" / p.rsplit("/", 1)[1] for p in capsys.readouterr().out.split()]
     assert [p.name for p in out] == ["accuracy_vs_variance.png", "accuracy_vs_variance.pdf"]

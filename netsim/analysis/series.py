@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from netsim.analysis.clocks import first_crossing
 from netsim.analysis.folder import client_table, has_arrays, runs
 from netsim.analysis.graphs import edge_precision_recall, edges, group_shares, relative
 from netsim.analysis.metrics import asymmetry, density, reciprocity
@@ -48,10 +49,10 @@ def accuracy_curves(res: Results, split: str = "test", worst: float | None = Non
 def time_to_target(curve: pd.DataFrame, target: float, value: str = "accuracy") -> dict:
     """First evaluation of one (algorithm, seed) curve where the mean accuracy reaches
     ``target`` (the mean loss falls to it, for regression): its simulated time and round."""
-    hit = curve["value"] >= target if value == "accuracy" else curve["value"] <= target
-    if not hit.any():
+    k = first_crossing(curve["value"].to_numpy(), target, higher=value == "accuracy")
+    if k is None:
         return {"time_to_target": float("nan"), "round_to_target": float("nan")}
-    first = curve[hit].iloc[0]
+    first = curve.iloc[k]
     return {"time_to_target": float(first["sim_time"]), "round_to_target": float(first["round"])}
 
 

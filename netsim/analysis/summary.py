@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from netsim._version import __version__
+from netsim.analysis.clocks import CLOCK_KEYS
 
 
 def learned(collab: list[np.ndarray], extras: dict[str, dict[str, np.ndarray]],
@@ -89,8 +90,10 @@ def summarise(per_run: dict[str, dict[int, dict]], cfg: dict) -> dict:
     for label, seeds in per_run.items():
         per_seed = {}
         for seed, r in seeds.items():
+            clocks = {**r.get("clocks", {}), **({"time_to_accuracy": r["time_to_accuracy"]}
+                                                 if "time_to_accuracy" in r else {})}
             if "diverged" in r:
-                per_seed[seed] = {"diverged": r["diverged"], **r["net"]}
+                per_seed[seed] = {"diverged": r["diverged"], **r["net"], **clocks}
                 continue
             scored = ~np.isnan(r["test"])             # clients without test samples: no score
             acc = r["test"][scored]
@@ -101,15 +104,30 @@ def summarise(per_run: dict[str, dict[int, dict]], cfg: dict) -> dict:
                               "bottom10_accuracy": _bottom10(acc),
                               "client_variance": float(acc.var()),
                               "improved_over_local": improved, **r.get("learned", {}),
-                              **r["net"]}
+                              **r["net"], **clocks}
         diverged = [v["diverged"] for v in per_seed.values() if "diverged" in v]
-        found = [k for k in RECOVERY_KEYS if any(k in v for v in per_seed.values())]
+        found = [k for k in RECOVERY_KEYS + CLOCK_KEYS if any(k in v for v in per_seed.values())]
         keys = ACCURACY_KEYS + tuple(found) + tuple(next(iter(seeds.values()))["net"])
         agg = {k: (None if any(v.get(k) is None for v in per_seed.values())
                    else float(np.mean([v[k] for v in per_seed.values()]))) for k in keys}
-        out[label] = {"seeds": sorted(per_seed), **agg, "per_seed": per_seed,
+        out[label] = {"seeds": sorted(per_seed), **agg, **_over_seeds(per_seed),
+                      "per_seed": per_seed,
                       **({"diverged": diverged} if diverged else {})}
     return {"algorithms": out, "netsim_version": __version__, "scenario": cfg["name"]}
+
+
+def _over_seeds(per_seed: dict[int, dict]) -> dict:
+    """``time_to_accuracy`` per target over seeds: the mean, null unless every seed reached it
+    (never a mean over the seeds that did), and ``target_reached``, the share of seeds that did
+    (nothing when the run has no targets)."""
+    runs = [v["time_to_accuracy"] for v in per_seed.values() if "time_to_accuracy" in v]
+    if not runs:
+        return {}
+    times = {k: [r[k] for r in runs] for k in runs[0]}
+    return {"time_to_accuracy": {k: None if None in t else float(np.mean(t))
+                                 for k, t in times.items()},
+            "target_reached": {k: sum(x is not None for x in t) / len(t)
+                               for k, t in times.items()}}
 
 
 #: the printed table's groups, in order (each algorithm class names its own: ``group``)

@@ -270,7 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("results")
     f.add_argument("--pdf", action="store_true", help="also write vector PDF files")
     f.add_argument("--only", metavar="KIND", help="write one figure kind only: accuracy, collab, "
-                   "graph, scatter, asymmetry, groups, timeline, links or partition")
+                   "graph, scatter, asymmetry, groups, timeline, links, partition or "
+                   "staleness")
     f.set_defaults(func=cmd_figures)
 
     sw = sub.add_parser("sweep", help="run (or resume) a robustness study: a grid of runs")

@@ -13,8 +13,11 @@ Kinds written by :func:`write_run_figures` (``netsim figures RESULTS --only KIND
 - ``links``: which directed links delivered in every round (the first algorithm and seed that
   communicated peer to peer)
 - ``partition``: training samples per class and client
+- ``staleness``: histogram of the ages of the models and messages merged (event-driven runs:
+  ``staleness/`` arrays)
 
-(``collab``, ``graph`` and ``timeline``: each algorithm's first seed.) Beyond 8 algorithms the
+(``collab``, ``graph`` and ``timeline``: each algorithm's first seed; ``timeline``: round-based
+runs only.) Beyond 8 algorithms the
 accuracy, scatter, asymmetry and groups figures have a panel per group of the run table
 (netsim.plot.panels); every figure has a caption sidecar ``NAME.txt`` (netsim.plot.caption).
 
@@ -39,6 +42,7 @@ from netsim.plot.matrices import (plot_collaboration, plot_collaboration_grid,
                                   plot_collaborations)
 from netsim.plot.partition import draw_partition, plot_partition
 from netsim.plot.robustness import plot_robustness
+from netsim.plot.staleness import plot_staleness
 from netsim.plot.timeline import plot_timeline
 from netsim.results import Results
 from netsim.sim.trace import read_trace
@@ -47,7 +51,7 @@ __all__ = ["KINDS", "draw_accuracy", "draw_partition", "legend_names", "node_lab
            "plot_accuracy", "plot_collaboration", "plot_collaboration_grid",
            "plot_collaborations", "plot_digraph", "plot_digraphs",
            "plot_links", "plot_partition", "plot_robustness", "plot_scatter", "plot_series",
-           "plot_timeline", "write_run_figures"]
+           "plot_staleness", "plot_timeline", "write_run_figures"]
 
 
 def _order(res: Results) -> list[str]:
@@ -148,8 +152,13 @@ def _groups(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
 
 
 def _timeline(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
-    """Round 1 (round 0 if it is the only one) of each algorithm's first traced seed."""
+    """Round 1 (round 0 if it is the only one) of each algorithm's first traced seed (none for
+    an event-driven run: its trace is of events, not rounds)."""
+    from algorithms.async_base import event_driven
+
     out, done = [], set()
+    if event_driven(res.config):
+        return out
     for alg, seed in runs(res):
         f = res.dir / "trace" / f"{alg}_seed{seed}.csv"
         if alg in done or not f.is_file():
@@ -184,10 +193,19 @@ def _partition(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
     return draw_partition(sizes, cluster, group, path, False, pdf, run)
 
 
+def _staleness(res: Results, fig_dir: Path, pdf: bool, data) -> list[Path]:
+    """The ages of what each event-driven algorithm merged, its seeds pooled."""
+    ages: dict[str, list[np.ndarray]] = {}
+    for alg, seed in runs(res):
+        if has_arrays(res, "staleness", alg, seed):
+            ages.setdefault(alg, []).append(res.arrays("staleness", alg, seed)["age"])
+    return plot_staleness(ages, fig_dir / "staleness.png", pdf) if ages else []
+
+
 FIGURES: dict[str, Callable[[Results, Path, bool, object], list[Path]]] = {
     "accuracy": _accuracy, "collab": _collab, "graph": _graph, "scatter": _scatter,
     "asymmetry": _asymmetry, "groups": _groups, "timeline": _timeline, "links": _links,
-    "partition": _partition}
+    "partition": _partition, "staleness": _staleness}
 KINDS = tuple(FIGURES)
 
 

@@ -49,7 +49,7 @@ CHECKPOINT = "checkpoint.pkl"
 OWN_NAMES = ("config.yaml", INCOMPLETE, "metrics.csv", "network.csv", "clients.csv",
              "summary.json", CHECKPOINT, "analysis.json", "analysis.csv", "DONE", "error.txt",
              "collab", "links", "accounting", "outer", "graph", "effective", "trace", "figures",
-             "graphs")
+             "graphs", "staleness", "idle")
 #: what ``netsim analyze`` and ``netsim figures`` derive from a run's results: removed when an
 #: unfinished run resumes
 DERIVED = ("analysis.json", "analysis.csv", "graphs", "figures")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from netsim.analysis.clocks import mean_accuracy
 from netsim.results import NETWORK_COLUMNS, ResultsWriter
 from netsim.running.callbacks import Callback, Diverged
 from netsim.sim.facade import RoundReport
@@ -18,7 +19,8 @@ class ReportLog:
     per round that played on the network (its client deliveries, none when it made no client
     exchange) once a round exchanged between clients; ``effective/``, the effective weights ``W``
     of the evaluated ``rounds`` (after round t: t + 1) with, for every round, their ``row_sum``
-    and the report's ``extras``."""
+    and the report's ``extras``; for an event-driven run, ``staleness/`` (every merge's
+    ``client``, ``time``, ``age`` and ``window``) and ``idle/`` (``idle`` [R, N] per window)."""
 
     def __init__(self, n: int):
         self.links = LinksLog(n)
@@ -26,6 +28,8 @@ class ReportLog:
         self.effective: list[np.ndarray] = []
         self.rounds: list[int] = []
         self.per_round: dict[str, list[np.ndarray]] = {}
+        self.merges: list[dict[str, np.ndarray]] = []
+        self.idle: list[np.ndarray] = []
 
     def add(self, report: RoundReport, evaluated: bool) -> None:
         """Keep round ``report.round``'s report; ``evaluated``: the loop evaluates after it."""
@@ -40,15 +44,26 @@ class ReportLog:
                 self.rounds.append(report.round + 1)
         for name, value in values.items():
             self.per_round.setdefault(name, []).append(value)
+        if report.staleness is not None:
+            window = np.full(len(report.staleness["age"]), report.round, np.int32)
+            self.merges.append({**report.staleness, "window": window})
+        if report.idle is not None:
+            self.idle.append(report.idle)
 
     def arrays(self) -> dict[str, dict[str, np.ndarray]]:
-        """``{kind: {name: array}}``: ``links`` and ``effective`` when they hold anything."""
+        """``{kind: {name: array}}``: ``links``, ``effective``, ``staleness`` and ``idle`` when
+        they hold anything."""
         out = {}
         if self.exchanged:
             out["links"] = self.links.arrays()
         if self.effective:
             out["effective"] = {"W": np.stack(self.effective), "rounds": np.asarray(self.rounds),
                                 **{k: np.stack(v) for k, v in self.per_round.items()}}
+        if self.merges:
+            out["staleness"] = {k: np.concatenate([m[k] for m in self.merges])
+                                for k in self.merges[0]}
+        if self.idle:
+            out["idle"] = {"idle": np.stack(self.idle)}
         return out
 
 
@@ -66,6 +81,9 @@ class Recorder(Callback):
         self.extras: dict[str, dict[str, np.ndarray]] = {}
         self.reports = ReportLog(len(data.cluster))
         self.sim_time = 0.0
+        #: per evaluation: simulated time and mean test accuracy over clients (NaN without
+        #: accuracy), for the time to accuracy (netsim.analysis.clocks)
+        self.curve: list[tuple[float, float]] = []
         self._eval = {s: data.full(s) for s in ("val", "test")}
         #: clients without samples of a split: no score there (NaN, an empty cell of metrics.csv)
         self._empty = {s: (data.n[s] == 0).cpu().numpy() for s in self._eval}
@@ -88,6 +106,8 @@ class Recorder(Callback):
             for i in range(alg.n):
                 rows.append((self.label, self.seed, rnd, alg.net.now, i, split,
                              None if acc_np is None else acc_np[i], loss_np[i]))
+            if split == "test":
+                self.curve.append((alg.net.now, mean_accuracy(acc_np)))
             self.final[split] = acc_np if acc_np is not None else -loss_np
             self.final[split + "_loss"] = loss_np
         self.writer.add_metrics(rows)
@@ -107,7 +127,7 @@ class Recorder(Callback):
     def state(self) -> dict:
         """What a checkpoint keeps of this recorder (restored into a fresh one on resume)."""
         return {k: self.__dict__[k]
-                for k in ("collab", "collab_rounds", "final", "reports", "sim_time")}
+                for k in ("collab", "collab_rounds", "curve", "final", "reports", "sim_time")}
 
     def restore(self, state: dict) -> None:
         """Go on from :meth:`state` of the interrupted run (``--resume``)."""

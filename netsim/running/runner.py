@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from netsim._version import environment
+from netsim.analysis.clocks import clock_stats, time_to_accuracy
 from netsim.analysis.summary import learned, learned_from_peers, print_table, summarise
 from netsim.data import ClientData, build_client_data
 from netsim.data.client_data import check_test_samples
@@ -117,6 +118,7 @@ def _run_algorithm(s: _Session, spec: dict, seed: int, streams: Streams, data: C
                         "on with the next algorithm")
     wall = time.perf_counter() - start
     rec.finish(alg)
+    outcome.update(_clocks(rec, s.cfg["outputs"]["targets"]))
     if "test" in outcome and learned_from_peers(s.cfg, spec, seed, alg.net.history):
         outcome["learned"] = learned(rec.collab, rec.extras, data.cluster, seed)
     if s.verbose and "test" in outcome:
@@ -124,6 +126,19 @@ def _run_algorithm(s: _Session, spec: dict, seed: int, streams: Streams, data: C
                         f"{alg.net.now:.2f} simulated s, {wall:.1f} s")
     return {**outcome, "net": {**run_totals(alg.net.history), "sim_time": float(alg.net.now),
                                "wall_time": wall, "engine_share": alg.net.engine_wall_time / wall}}
+
+
+def _clocks(rec: Recorder, targets: list[float]) -> dict:
+    """A run's results over simulated time for ``per_run``: ``clocks`` (an event-driven run's
+    staleness and idle statistics) and ``time_to_accuracy`` (with ``outputs.targets``)."""
+    out: dict = {}
+    clocks = clock_stats(rec.extras)
+    if clocks:
+        out["clocks"] = clocks
+    if targets:
+        times, acc = np.asarray(rec.curve).reshape(-1, 2).T
+        out["time_to_accuracy"] = time_to_accuracy(times, acc, targets)
+    return out
 
 
 def _keep(s: _Session, label: str, seed: int, entry: dict) -> None:

@@ -51,6 +51,9 @@ OUTPUT_FIELDS = {
                               "rounds // 4 rounds once 10 s of wall time have passed since the "
                               "last one)", lo=1, nullable=True),
     "keep_checkpoints": Field("bool", False, "keep checkpoint.pkl after the run finishes"),
+    "targets": Field("list", [], "mean test accuracies over clients whose first simulated time "
+                     "summary.json gives (time_to_accuracy; docs/async.md, \"Results\")",
+                     item="float", lo=0.0, hi=1.0),
 }
 
 NETWORK_SECTIONS = ("topology", "links", "latency", "loss", "compute", "failures", "budget", "policy")

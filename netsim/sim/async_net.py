@@ -18,7 +18,7 @@ counts the windows between a delivered message's send and its delivery.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -50,12 +50,16 @@ class Message:
 
 
 class AsyncNetwork:
-    """Per-client clocks: the event heap, the network models and the per-window accounting."""
+    """Per-client clocks: the event heap, the network models and the per-window accounting
+    (``server``: a star of the clients around a reliable node n, as the round engine's)."""
 
-    def __init__(self, cfg: dict, streams: Streams, links: dict, window: float):
-        n = cfg["clients"]
-        topo = build_topology(cfg["network"]["topology"], n, streams.numpy("topology"))
-        models = Simulator(cfg["network"], topo, streams, clients=n)
+    def __init__(self, cfg: dict, streams: Streams, links: dict, window: float,
+                 server: bool = False):
+        clients = cfg["clients"]
+        spec = {"name": "star"} if server else cfg["network"]["topology"]
+        n = clients + server                                # server: a reliable hub, node N
+        topo = build_topology(spec, n, streams.numpy("topology"))
+        models = Simulator(cfg["network"], topo, streams, clients=clients)
         self.n, self.edges = n, models.edges
         self.compute_model, self.failures = models.compute_model, models.failures
         self.latency, self.loss = models.latency, models.loss
@@ -202,8 +206,9 @@ class AsyncNetwork:
 
     # ------------------------------------------------------------------ windows
     def report(self, t: int, said: RoundReport | None = None) -> RoundReport:
-        """Window ``t``'s report for the run loop's callbacks (no links log: no rounds)."""
-        return RoundReport(round=t, extras=dict(said.extras) if said is not None else {})
+        """Window ``t``'s report for the run loop's callbacks: what the algorithm ``said`` (no
+        links log: no rounds)."""
+        return RoundReport(round=t) if said is None else replace(said, round=t)
 
     def end_round(self) -> dict:
         """Close the current window's accounting (budgets start afresh); return its row."""

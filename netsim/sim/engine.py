@@ -182,6 +182,8 @@ class _ReliableExtra:
     def __init__(self, inner, n: int):
         self.inner, self.n, self.k = inner, n, inner.n
         self.always_up, self.cuts_edges = inner.always_up, inner.cuts_edges
+        self.crash_time = np.concatenate((inner.crash_time, np.full(n - self.k, np.inf)))
+        self.churn = inner.churn                 # over the first k nodes
 
     def _pad(self, alive: np.ndarray) -> np.ndarray:
         return np.concatenate((alive, np.ones(self.n - self.k, bool)))

@@ -37,7 +37,8 @@ __all__ = ["ComputeResult", "Delivery", "ExchangeResult", "Network", "RoundRepor
 class RoundReport:
     """What one round did, for the run loop's callbacks (``on_report``): what the network
     gathered (``round``, ``played``, ``links``; :meth:`Network.report`) and what only the
-    algorithm knows, returned by its ``round`` (``effective``, ``extras``)."""
+    algorithm knows, returned by its ``round`` (``effective``, ``extras``; an event-driven
+    window's ``staleness`` and ``idle``)."""
 
     round: int = -1
     #: whether the round played any phase on the network (an idle round has no ``links/`` row)
@@ -49,6 +50,12 @@ class RoundReport:
     effective: np.ndarray | None = None
     #: per-round values stored beside the effective weights (``effective/``), by name
     extras: Mapping[str, np.ndarray] = field(default_factory=dict)
+    #: event-driven runs (algorithms/async_base.py): the window's merges of a peer's model or
+    #: message, ``client`` [M] (who merged), ``time`` [M] and ``age`` [M] (simulated s since it
+    #: was sent) (``staleness/``); None for round-based runs
+    staleness: Mapping[str, np.ndarray] | None = None
+    #: event-driven runs: each client's idle simulated seconds in the window ``[N]`` (``idle/``)
+    idle: np.ndarray | None = None
 
 
 @dataclass
