@@ -173,9 +173,8 @@ def regime(paper: str, study: Study, pairs: str, claims: tuple[tuple[str, str, s
 
 REGIME: dict[str, tuple[Block, ...]] = {
     "dpfl": regime("dpfl", R_DPFL, "dpfl_inf:random_inf fedavg_ft:local", (
-        ("DPFL > random graph (B_c = 20)", "dpfl_20", "random_20"),
+        ("DPFL > random graph (B_c = inf)", "dpfl_inf", "random_inf"),
         ("DPFL > random graph (B_c = 10)", "dpfl_10", "random_10"),
-        ("DPFL > random graph (B_c = 5)", "dpfl_5", "random_5"),
         ("DPFL > FedAvg+FT", "dpfl_inf", "fedavg_ft"),
         ("DPFL > pFedGraph", "dpfl_inf", "pfedgraph"),
         ("DPFL > Local", "dpfl_inf", "local"),
