@@ -106,7 +106,8 @@ class AsyncAlgorithm(Algorithm):
         super().__init__(ctx)
         sched = ctx.cfg["schedule"]
         self.sched = sched
-        self.net = AsyncNetwork(ctx.cfg, ctx.streams, sched["links"], sched["eval_every"])
+        self.net = AsyncNetwork(ctx.cfg, ctx.streams, sched["links"], sched["eval_every"],
+                                server=self.server)
         self.actions = ActionQueue(self._run_actions, sched["mode"], sched["max_pending"])
         self.bank = self.new_bank()
         self.grads = torch.zeros_like(self.bank.flat)

@@ -28,7 +28,7 @@ import torch
 
 from algorithms.async_base import AsyncAlgorithm
 from algorithms.async_local import local_sgd
-from netsim.sim.async_net import IN_FLIGHT, AsyncNetwork
+from netsim.sim.async_net import IN_FLIGHT
 
 
 class AsyncServerAlgorithm(AsyncAlgorithm):
@@ -42,12 +42,6 @@ class AsyncServerAlgorithm(AsyncAlgorithm):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        sched = self.sched
-        # AsyncAlgorithm built the clients' own topology: a server run plays the star instead
-        self.net = AsyncNetwork(ctx.cfg, ctx.streams, sched["links"], sched["eval_every"],
-                                server=True)
-        for i in range(self.n):
-            self.net.queue.push(0.0, "wake", i)
         self.hub = self.n
         e = self.net.edges
         self.up = np.empty(self.n, np.int64)                  # client i -> server
