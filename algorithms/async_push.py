@@ -21,7 +21,9 @@ and with frozen models (alpha = 0) every ``z_i`` tends to the initial average of
 The push-sum state is float64 (the running sums grow with every push; float32 lost 1e-5 of the
 mass in a few seconds). The running sums sent are kept as immutable snapshots (rows of one
 tensor), referenced by the messages in flight and the per-edge newest and used ones, and
-recycled when none refers to them.
+recycled when none refers to them. A wake sums in its fresh in-edges' increases in SGP's
+running-sums form: one sparse product of the snapshots with coefficient +1 for each newest
+running sum and -1 for the one last summed in, with no row per message.
 """
 from __future__ import annotations
 
@@ -34,8 +36,17 @@ from netsim.sim.async_net import IN_FLIGHT
 
 
 def inbox_mass(new: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
-    """The mass an in-edge brings: its newest running sum less the one used before."""
+    """The mass in-edges bring, as coefficients of the snapshots: their newest running sums less
+    the ones used before (``new``, ``used``: :func:`selection` matrices, a row per receiver)."""
     return new - used
+
+
+def selection(rows: torch.Tensor, cols: np.ndarray, shape: tuple[int, int]) -> torch.Tensor:
+    """Sparse float64 matrix of ``shape`` with a 1 at each ``(rows[m], cols[m])``."""
+    cols = torch.as_tensor(cols, dtype=torch.long, device=rows.device)
+    return torch.sparse_coo_tensor(torch.stack([rows, cols]),
+                                   torch.ones(len(cols), dtype=torch.float64, device=rows.device),
+                                   shape, check_invariants=False)        # valid by construction
 
 
 @register("async_push")
@@ -107,13 +118,16 @@ class AsyncPush(AsyncAlgorithm):
         self.used[fresh] = new
 
     def act_wake(self, payloads: list[tuple[int, int, np.ndarray, np.ndarray]]) -> None:
-        """Sum in what arrived (``x_i, w_i += phi_new - rho``), then the gradients at
+        """Sum in what arrived (``x_i, w_i += sum_k phi_new - rho_ik``, the running-sums form:
+        one sparse product of the snapshots, +1 new and -1 used), then the gradients at
         ``z_i = x_i / w_i``."""
-        rows = np.concatenate([np.full(len(new), i) for i, _, new, _ in payloads])
-        new, old = (torch.as_tensor(np.concatenate([p[j] for p in payloads]), dtype=torch.long,
-                                    device=self.device) for j in (2, 3))
-        self.mass.index_add_(0, torch.as_tensor(rows, dtype=torch.long, device=self.device),
-                             inbox_mass(self.snap[new], self.snap[old]))
+        rows = torch.as_tensor(np.repeat(np.arange(len(payloads)), [len(p[2]) for p in payloads]),
+                               dtype=torch.long, device=self.device)
+        shape = (len(payloads), len(self.snap))
+        new, used = (selection(rows, np.concatenate([p[j] for p in payloads]), shape)
+                     for j in (2, 3))
+        idx = torch.as_tensor([p[0] for p in payloads], dtype=torch.long, device=self.device)
+        self.mass.index_add_(0, idx, torch.sparse.mm(inbox_mass(new, used), self.snap))
         self.compute_grads([p[:2] for p in payloads],
                            lambda idx: self.debiased(self.mass[idx]))
 
