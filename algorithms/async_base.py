@@ -87,7 +87,7 @@ def check_schedule_fits(cfg: dict) -> None:
 
     for i, spec in enumerate(cfg["algorithms"]):
         cls = ALGORITHMS.get(spec["name"], "algorithms").obj
-        if getattr(cls, "event_driven", False) != event_driven(cfg):
+        if cls.event_driven != event_driven(cfg):
             want = "until or steps (event-driven)" if event_driven(cfg) else "rounds"
             raise ConfigError(f"algorithms[{i}].name", spec["name"],
                               f"an algorithm whose schedule is {want}, as schedule's")

@@ -75,6 +75,8 @@ class Algorithm:
     group: ClassVar[str] = "other"
 
     server: ClassVar[bool] = False
+    #: whether it runs on per-client clocks and plays its own windows (algorithms/async_base.py)
+    event_driven: ClassVar[bool] = False
     #: the parameters' dataclass, validated with the scenario; ``hp`` is its instance
     params: ClassVar[type[Params]] = Params
     hp: Params

@@ -14,11 +14,22 @@ import yaml
 from async_helpers import SCENARIOS, scenario
 from helpers import TINY
 from netsim import Scenario, run
-from netsim.analysis.clocks import (STALENESS_KEYS, clock_stats, time_to_accuracy,
-                                    times_to_accuracy)
+from netsim.analysis.clocks import STALENESS_KEYS, clock_stats, time_to_accuracy
 from netsim.errors import ConfigError
 from netsim.running.loop import build_algorithm
 from netsim.running.sweep import run_sweep
+
+
+def times_to_accuracy(metrics: pd.DataFrame,
+                      targets: list[float]) -> dict[tuple[str, int], dict[str, float | None]]:
+    """:func:`time_to_accuracy` of every (algorithm, seed) of a metrics.csv table, recomputed from
+    the mean test accuracy over clients at each evaluation (what summary.json must say)."""
+    test = metrics[metrics["split"] == "test"]
+    curves = (test.groupby(["algorithm", "seed", "round"], sort=False)
+              .agg(sim_time=("sim_time", "first"), accuracy=("accuracy", "mean")).reset_index())
+    return {(alg, int(seed)): time_to_accuracy(g["sim_time"].to_numpy(),
+                                               g["accuracy"].to_numpy(), targets)
+            for (alg, seed), g in curves.groupby(["algorithm", "seed"], sort=False)}
 
 
 def test_time_to_accuracy_is_the_first_crossing_of_the_mean():

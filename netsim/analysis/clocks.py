@@ -4,12 +4,9 @@ and what summary.json says of an event-driven run's clocks: the ages of the mode
 its clients merged (``staleness/`` arrays) and their idle time (``idle/`` arrays)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 import numpy as np
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 #: summary.json's statistics of the ages (simulated s) of what an event-driven run merged
 STALENESS_KEYS = ("staleness_mean", "staleness_median", "staleness_p90", "staleness_max")
@@ -52,19 +49,6 @@ def time_to_accuracy(times: np.ndarray, accuracy: np.ndarray,
         k = first_crossing(accuracy, target)
         out[target_key(target)] = None if k is None else float(times[k])
     return out
-
-
-def times_to_accuracy(metrics: pd.DataFrame,
-                      targets: Iterable[float]) -> dict[tuple[str, int], dict[str, float | None]]:
-    """:func:`time_to_accuracy` of every (algorithm, seed) of a metrics.csv table, from the mean
-    test accuracy over clients at each evaluation (as summary.json's ``time_to_accuracy``)."""
-    targets = list(targets)
-    test = metrics[metrics["split"] == "test"]
-    curves = (test.groupby(["algorithm", "seed", "round"], sort=False)
-              .agg(sim_time=("sim_time", "first"), accuracy=("accuracy", "mean")).reset_index())
-    return {(alg, int(seed)): time_to_accuracy(g["sim_time"].to_numpy(),
-                                               g["accuracy"].to_numpy(), targets)
-            for (alg, seed), g in curves.groupby(["algorithm", "seed"], sort=False)}
 
 
 def clock_stats(arrays: dict[str, dict[str, np.ndarray]]) -> dict[str, float | None]:

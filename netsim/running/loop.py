@@ -22,8 +22,7 @@ def run_loop(alg, rounds: int, eval_every: int, callbacks: Sequence[Callback],
         for cb in callbacks:
             getattr(cb, hook)(alg, *args)
 
-    # -- dispatch: an event-driven algorithm plays its own windows (algorithms/async_base.py)
-    if getattr(alg, "event_driven", False):
+    if alg.event_driven:                  # it plays its own windows (algorithms/async_base.py)
         return alg.run_windows(emit, first)
     schedule = Schedule(rounds, eval_every)
     emit("on_start")
