@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Callable, ClassVar, Literal, Mapping
 
 import numpy as np
 import torch
@@ -101,13 +101,16 @@ class AsyncAlgorithm(Algorithm):
 
     event_driven = True
     group = "decentralised"
+    #: messages wait in the receiver's inbox until it wakes (or the window ends): no event per
+    #: message; :meth:`on_message` sees them then, in delivery order, with their delivery times
+    mail_on_wake: ClassVar[bool] = False
 
     def __init__(self, ctx):
         super().__init__(ctx)
         sched = ctx.cfg["schedule"]
         self.sched = sched
         self.net = AsyncNetwork(ctx.cfg, ctx.streams, sched["links"], sched["eval_every"],
-                                server=self.server)
+                                server=self.server, inbox=self.mail_on_wake)
         self.actions = ActionQueue(self._run_actions, sched["mode"], sched["max_pending"])
         self.bank = self.new_bank()
         self.grads = torch.zeros_like(self.bank.flat)
@@ -116,9 +119,10 @@ class AsyncAlgorithm(Algorithm):
         self.steps_done = np.zeros(self.n, np.int64)       # local computations finished
         self.started = np.zeros(self.n, np.int64)          # computations started (batch counter)
         self.stopped = np.zeros(self.n, bool)              # did its steps, or down for good
+        self._n_stopped = 0
         self.model_bytes = 4.0 * self.bank.flat.shape[1]
         self.retry = self.train.local_steps * self.step_time   # a down client looks again
-        self._merges: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (client, time, age)
+        self._merges: list[tuple[int, float, Any]] = []    # (client, time, sent at: one or array)
         self.idle_since = np.zeros(self.n)       # idle from then on; nan while computing
         self.idle_total = np.zeros(self.n)       # idle s of the spells that ended
         self._idle_reported = np.zeros(self.n)   # idle s up to the last window's end
@@ -165,15 +169,17 @@ class AsyncAlgorithm(Algorithm):
     def merged(self, client: int, t: float, sent_at: float | np.ndarray) -> None:
         """``client`` merged at ``t`` peers' models or messages sent at ``sent_at`` (one time or
         an array): their ages ``t - sent_at`` go to the window's report (``staleness``)."""
-        sent = np.atleast_1d(np.asarray(sent_at, np.float64))
-        self._merges.append((np.full(sent.size, client, np.int32), np.full(sent.size, t),
-                             t - sent))
+        self._merges.append((client, t, sent_at))
 
     def _take_merges(self) -> dict[str, np.ndarray]:
         """The window's merges (``client``, ``time``, ``age``), forgotten here."""
-        merges = self._merges or [(np.empty(0, np.int32), np.empty(0), np.empty(0))]
+        sent = [np.atleast_1d(np.asarray(s, np.float64)) for _, _, s in self._merges]
+        sizes = [s.size for s in sent]
+        client = np.repeat(np.asarray([c for c, _, _ in self._merges], np.int32), sizes)
+        t = np.repeat(np.asarray([t for _, t, _ in self._merges], np.float64), sizes)
         self._merges = []
-        return {k: np.concatenate(col) for k, col in zip(("client", "time", "age"), zip(*merges))}
+        return {"client": client, "time": t,
+                "age": t - (np.concatenate(sent) if sent else np.empty(0))}
 
     def idle_until(self, t: float) -> np.ndarray:
         """Each client's idle simulated seconds from 0 to ``t``: time not spent on a
@@ -197,11 +203,19 @@ class AsyncAlgorithm(Algorithm):
     def on_message(self, t: float, msg, delivered: bool) -> None:
         raise NotImplementedError
 
+    def _deliver(self, mail: list) -> None:
+        """Inbox mode: hand collected messages to :meth:`on_message`."""
+        for t, msg, delivered in mail:
+            self.on_message(t, msg, delivered)
+
+    def gone(self, i: int, t: float) -> None:
+        """Client i was found down for good at ``t`` (it wakes no more)."""
+
     def wake_at(self, i: int, t: float) -> None:
         """Client i wakes again at ``t`` unless it did its steps."""
         steps = self.sched["steps"]
         if steps is not None and self.steps_done[i] >= steps:
-            self.stopped[i] = True
+            self._stop(i)
         else:
             self.net.queue.push(t, "wake", i)
 
@@ -216,10 +230,13 @@ class AsyncAlgorithm(Algorithm):
             self.finish_step(i, t)
         elif not net.alive(i, t):
             if net.down_for_good(i, t):
-                self.stopped[i] = True
+                self._stop(i)
+                self.gone(i, t)
             else:
                 net.queue.push(t + self.retry, "wake", i)
         else:
+            if self.mail_on_wake:
+                self._deliver(net.collect(i, t))
             k = int(self.started[i])
             self.started[i] += 1
             net.events.add(t, i, "wake", -1, k)
@@ -238,16 +255,26 @@ class AsyncAlgorithm(Algorithm):
         if self.sched["until"] is not None:
             end = min(end, self.sched["until"])
         self.net.run_until(end, self._handle, self.done)
+        if self.mail_on_wake:          # the window's deliveries (up to now where the run ended)
+            stopped = self.done()
+            self._deliver(self.net.collect_all(self.net.now if stopped else end, not stopped))
         self.actions.flush()
         return RoundReport(staleness=self._take_merges(), idle=self._take_idle())
 
     def done(self) -> bool:
         """Every client did its steps or is down for good (``steps`` schedules)."""
-        return bool(self.stopped.all())
+        return self._n_stopped == self.n
+
+    def _stop(self, i: int) -> None:
+        """Client i wakes no more."""
+        if not self.stopped[i]:
+            self.stopped[i] = True
+            self._n_stopped += 1
 
     def run_windows(self, emit: Callable[..., None], first: int = 0) -> None:
-        """The run loop of an event-driven run: windows until ``until`` or :meth:`done`, with
-        the run loop's hooks (``emit(hook, *args)``; netsim.running.loop). No hook writes a
+        """The run loop of an event-driven run: windows until ``until`` or :meth:`done` (with
+        ``steps`` also when no event is left: clients waiting for ever), with the run loop's
+        hooks (``emit(hook, *args)``; netsim.running.loop). No hook writes a
         mid-run checkpoint (``on_round_end`` is not called), so ``first`` is 0."""
         if first:
             raise ValueError(f"an event-driven run cannot start at window {first}: it has no "
@@ -255,7 +282,8 @@ class AsyncAlgorithm(Algorithm):
         emit("on_start")
         emit("on_eval", 0)
         t, until = 0, self.sched["until"]
-        while not self.done() and (until is None or self.net.now < until):
+        while not self.done() and (self.net.now < until if until is not None
+                                   else len(self.net.queue)):    # nothing left to happen
             emit("on_report", self.play(t))
             emit("on_step", self.net.end_round())
             emit("on_round", t)

@@ -32,6 +32,7 @@ import torch
 
 from algorithms import register
 from algorithms.async_base import AsyncAlgorithm
+from algorithms.snapshots import Snapshots
 from netsim.sim.async_net import IN_FLIGHT
 
 
@@ -54,6 +55,8 @@ class AsyncPush(AsyncAlgorithm):
     """Push-sum at each node's own rate, messages processed on wake-up, running sums.
     No parameters of its own: alpha is ``train.lr``."""
 
+    mail_on_wake = True
+
     def __init__(self, ctx):
         super().__init__(ctx)
         d = self.bank.flat.shape[1]
@@ -61,34 +64,15 @@ class AsyncPush(AsyncAlgorithm):
         self.mass = torch.cat([self.bank.flat.double(),
                                torch.ones(self.n, 1, dtype=torch.float64, device=self.device)], 1)
         self.phi = torch.zeros_like(self.mass)                   # running sums sent
-        self.snap = torch.zeros(1 + 2 * len(self.net.edges), d + 1, dtype=torch.float64,
-                                device=self.device)
-        self.refs = np.zeros(len(self.snap), np.int64)
-        self.refs[0] = 2 ** 62                                   # snapshot 0: zero, kept
-        self.free = list(range(len(self.snap) - 1, 0, -1))
+        # a row per running sum sent and still referred to; a client's last pushes, mostly
+        self.snaps = Snapshots(1 + 4 * self.n, d + 1, torch.float64, self.device,
+                               zero_row=True)
         edges = len(self.net.edges)
         self.newest = np.zeros(edges, np.int64)                  # per in-edge: newest arrived
         self.newest_id = np.full(edges, -1, np.int64)            # ... its message id
         self.newest_sent = np.zeros(edges)                       # ... when it was sent
         self.used = np.zeros(edges, np.int64)                    # ... the one summed in
         self.model_bytes += 4.0                                  # the weight w travels too
-
-    # ------------------------------------------------------------------ snapshots
-    def _hold(self, k: int, count: int = 1) -> None:
-        self.refs[k] += count
-
-    def _release(self, k: int) -> None:
-        self.refs[k] -= 1
-        if self.refs[k] == 0:
-            self.free.append(k)
-
-    def _new_snapshot(self) -> int:
-        if not self.free:                                        # grow; held work sees self.snap
-            old = len(self.snap)
-            self.snap = torch.cat([self.snap, torch.zeros_like(self.snap)])
-            self.refs = np.concatenate([self.refs, np.zeros(old, np.int64)])
-            self.free = list(range(2 * old - 1, old - 1, -1))
-        return self.free.pop()
 
     # ------------------------------------------------------------------ events
     def personal_models(self) -> torch.Tensor:
@@ -113,8 +97,8 @@ class AsyncPush(AsyncAlgorithm):
         self.act("wake", (i, k, new, old), reads=[("s", int(s)) for s in (*new, *old)],
                  writes=[("y", i), ("g", i)])
         for a, b in zip(new, old):
-            self._hold(int(a))
-            self._release(int(b))
+            self.snaps.hold(int(a))
+            self.snaps.release(int(b))
         self.used[fresh] = new
 
     def act_wake(self, payloads: list[tuple[int, int, np.ndarray, np.ndarray]]) -> None:
@@ -123,28 +107,34 @@ class AsyncPush(AsyncAlgorithm):
         ``z_i = x_i / w_i``."""
         rows = torch.as_tensor(np.repeat(np.arange(len(payloads)), [len(p[2]) for p in payloads]),
                                dtype=torch.long, device=self.device)
-        shape = (len(payloads), len(self.snap))
+        shape = (len(payloads), len(self.snaps.rows))
         new, used = (selection(rows, np.concatenate([p[j] for p in payloads]), shape)
                      for j in (2, 3))
         idx = torch.as_tensor([p[0] for p in payloads], dtype=torch.long, device=self.device)
-        self.mass.index_add_(0, idx, torch.sparse.mm(inbox_mass(new, used), self.snap))
+        self.mass.index_add_(0, idx, torch.sparse.mm(inbox_mass(new, used), self.snaps.rows))
         self.compute_grads([p[:2] for p in payloads],
                            lambda idx: self.debiased(self.mass[idx]))
 
     def finish_step(self, i: int, t: float) -> None:
+        self.push(i, t)
+        self.wake_at(i, t)
+
+    def push(self, i: int, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Client i takes its step and pushes its shares along its out-edges; returns the
+        out-edges, each message's outcome and id (:meth:`AsyncNetwork.send`)."""
         out = self.net.out_edges(i)
-        sid = self._new_snapshot()
-        outcome, _ = self.net.send(t, i, out, self.model_bytes, data=sid)
+        sid = self.snaps.take()
+        outcome, ids = self.net.send(t, i, out, self.model_bytes, data=sid)
         flying = int(np.count_nonzero(outcome == IN_FLIGHT))
         if flying:
-            self._hold(sid, flying)
+            self.snaps.hold(sid, flying)
         else:
-            self.free.append(sid)
+            self.snaps.untaken(sid)
             sid = -1
         writes = [("y", i), ("phi", i)] + ([("s", sid)] if sid >= 0 else [])
         self.act("push", (i, sid, len(out)), reads=[("g", i), ("y", i), ("phi", i)],
                  writes=writes)
-        self.wake_at(i, t)
+        return out, outcome, ids
 
     def act_push(self, payloads: list[tuple[int, int, int]]) -> None:
         i, sid, degree = (np.asarray(c) for c in zip(*payloads))
@@ -156,20 +146,21 @@ class AsyncPush(AsyncAlgorithm):
         self.mass[idx] = share
         keep = sid >= 0
         if keep.any():
-            self.snap[torch.as_tensor(sid[keep], device=self.device)] = \
+            self.snaps.rows[torch.as_tensor(sid[keep], device=self.device)] = \
                 self.phi[idx[torch.as_tensor(keep, device=self.device)]]
 
     def on_message(self, t: float, msg, delivered: bool) -> None:
         sid = msg.data
         if delivered and msg.id > self.newest_id[msg.edge]:      # newer than what it holds
-            self._release(int(self.newest[msg.edge]))
+            self.snaps.release(int(self.newest[msg.edge]))
             self.newest[msg.edge], self.newest_id[msg.edge] = sid, msg.id
             self.newest_sent[msg.edge] = msg.sent_at
         else:
-            self._release(sid)
+            self.snaps.release(sid)
 
     def in_flight_mass(self) -> torch.Tensor:
         """``sum_edges (phi_src - rho_edge)``: mass sent but not yet summed in (after the held
         work has run)."""
         e = self.net.edges
-        return (self.phi[torch.as_tensor(e.src)] - self.snap[torch.as_tensor(self.used)]).sum(0)
+        used = self.snaps.rows[torch.as_tensor(self.used)]
+        return (self.phi[torch.as_tensor(e.src)] - used).sum(0)

@@ -3,8 +3,10 @@
     python benchmarks/bench_async.py [--steps 50] [--large-steps 100] [--repeats 3]
                                      [--threads 1] [--sizes 100 1000]
 
-Two pairs, each on one workload: asynchronous gradient push against SGP, AD-PSGD against
-D-PSGD.
+Four pairs, each on one workload: asynchronous gradient push against SGP, AD-PSGD against
+D-PSGD, and the same synchronous algorithm in both engines (``sync_sgp`` against ``sgp``,
+``sync_dpsgd`` against ``dpsgd``: the event-driven engine's own cost, each client waiting for its
+round's messages instead of a global round).
 
 - N = 100: bench_peer's workload (digits, 2 classes per client, MLP 64-128-10, batch 32, lr
   0.05; random directed Bernoulli(0.5) links of the complete graph, latency with jitter, 1%
@@ -24,8 +26,9 @@ Each run is built (data, model, algorithm) untimed, and its run loop is timed wi
 no evaluation, no results, no divergence check. Every configuration runs once per repetition,
 interleaved, and the best of the repetitions is kept. Per pair and size: seconds, microseconds
 per local step (the seconds over the local steps done), the ratio event-driven / round-based,
-and the event-driven engine's events (heap pops: arrivals at a downlink, deliveries,
-computations ending, wake-ups) and events per second.
+the event-driven engine's events (heap pops: arrivals at a downlink, deliveries, computations
+ending, wake-ups) and events per second, and the messages it sent (asynchronous gradient push
+collects its messages from inboxes: they cost no event).
 """
 from __future__ import annotations
 
@@ -46,7 +49,8 @@ from netsim.running.loop import build_algorithm, run_loop  # noqa: E402
 from netsim.util.threads import use_threads  # noqa: E402
 
 #: (event-driven, round-based) pairs
-PAIRS = (("async_push", "sgp"), ("adpsgd", "dpsgd"))
+PAIRS = (("async_push", "sgp"), ("adpsgd", "dpsgd"), ("sync_sgp", "sgp"),
+         ("sync_dpsgd", "dpsgd"))
 STEP_TIME = 0.01                  # s: one local step (network.compute.step_time)
 COHERENCE = 0.01                  # s: one draw of the Bernoulli links (event-driven runs)
 LARGE_TOPOLOGY = {"name": "small_world", "k": 4, "p": 0.3}     # N = 1,000: undirected, for D-PSGD
@@ -67,9 +71,9 @@ def workload(n: int, alg: str, steps: int, event: bool) -> dict:
             "schedule": schedule}
 
 
-def timed(cfg: dict, event: bool) -> tuple[float, int, int]:
-    """Seconds of the run loop of ``cfg``, the local steps done, and the engine's events (0
-    for a round-based run)."""
+def timed(cfg: dict, event: bool) -> tuple[float, int, int, int]:
+    """Seconds of the run loop of ``cfg``, the local steps done, the engine's events and the
+    messages it sent (0 and 0 for a round-based run)."""
     alg = build_algorithm(cfg)
     rounds = cfg["schedule"].get("rounds", 1)
     gc.collect()
@@ -77,9 +81,11 @@ def timed(cfg: dict, event: bool) -> tuple[float, int, int]:
     run_loop(alg, rounds, rounds, ())
     seconds = time.perf_counter() - start
     if not event:
-        return seconds, rounds * alg.n * alg.train.local_steps, 0
+        return seconds, rounds * alg.n * alg.train.local_steps, 0, 0
     queue = alg.net.queue                   # events popped: those pushed less those still queued
-    return seconds, int(alg.steps_done.sum()) * alg.train.local_steps, queue._seq - len(queue)
+    messages = sum(row["messages_sent"] for row in alg.net.history)
+    return (seconds, int(alg.steps_done.sum()) * alg.train.local_steps, queue._seq - len(queue),
+            messages)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -93,9 +99,10 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     use_threads(args.threads)
     load = os.getloadavg()[0]
-    runs = [(n, alg, args.steps if n == 100 else args.large_steps, alg == pair[0])
-            for n in args.sizes for pair in PAIRS for alg in pair]
-    best: dict[tuple[int, str], tuple[float, int, int]] = {}
+    runs = list(dict.fromkeys((n, alg, args.steps if n == 100 else args.large_steps,
+                               alg == pair[0]) for n in args.sizes for pair in PAIRS
+                              for alg in pair))
+    best: dict[tuple[int, str], tuple[float, int, int, int]] = {}
     for _ in range(args.repeats):
         for n, alg, steps, event in runs:
             got = timed(workload(n, alg, steps, event), event)
@@ -104,14 +111,14 @@ def main(argv: list[str] | None = None) -> None:
     print(f"# bench_async: best of {args.repeats}, {args.threads} thread(s), load average "
           f"{load:.2f} before, {os.getloadavg()[0]:.2f} after, torch {torch.__version__}")
     print(f"{'N':>6} {'event-driven':<12}{'steps':>6}{'s':>8}{'us/step':>9}  {'round-based':<12}"
-          f"{'s':>8}{'us/step':>9}{'ratio':>7}{'events':>10}{'events/s':>10}")
+          f"{'s':>8}{'us/step':>9}{'ratio':>7}{'events':>10}{'events/s':>10}{'messages':>10}")
     for n in args.sizes:
         for ev, rb in PAIRS:
-            (es, esteps, events), (rs, rsteps, _) = best[n, ev], best[n, rb]
+            (es, esteps, events, messages), (rs, rsteps, _, _) = best[n, ev], best[n, rb]
             steps = esteps // n
             print(f"{n:>6} {ev:<12}{steps:>6}{es:>8.2f}{1e6 * es / esteps:>9.1f}  {rb:<12}"
                   f"{rs:>8.2f}{1e6 * rs / rsteps:>9.1f}{(es / esteps) / (rs / rsteps):>7.2f}"
-                  f"{events:>10}{events / es:>10.0f}")
+                  f"{events:>10}{events / es:>10.0f}{messages:>10}")
 
 
 if __name__ == "__main__":

@@ -161,6 +161,10 @@ R_DIPLE = Study("regime/diple", REGIME_SEEDS, drop=("diple",), grid=(0.01, 0.03,
 R_PDBO = Study("regime/pdbo", REGIME_SEEDS, grid=(0.1, 0.5))
 R_COBO = Study("regime/cobo", REGIME_SEEDS, grid=(0.01, 0.03, 0.1))
 R_DPFL = Study("regime/dpfl", REGIME_SEEDS, grid=(0.01, 0.03, 0.1))
+#: the rest of DPFL's Fig. 3 (B_c = 20 and 5) at regime/dpfl's lr
+R_DPFL_BUDGET = Study("regime/dpfl_budget", REGIME_SEEDS)
+#: studies without a grid of their own: the study whose protocol chose their lr
+LR_FROM = {R_DPFL_BUDGET: R_DPFL}
 REGIME_PARTS = ("accuracy", "trained", "claims", "paired", "figure")
 
 
@@ -178,7 +182,11 @@ REGIME: dict[str, tuple[Block, ...]] = {
         ("DPFL > FedAvg+FT", "dpfl_inf", "fedavg_ft"),
         ("DPFL > pFedGraph", "dpfl_inf", "pfedgraph"),
         ("DPFL > Local", "dpfl_inf", "local"),
-        ("Local > FedAvg", "local", "fedavg"))),
+        ("Local > FedAvg", "local", "fedavg"))) + (
+        Block("regime_dpfl_budget", R_DPFL_BUDGET, ("accuracy", "trained", "claims", "figure"),
+              (), (
+                  ("DPFL > random graph (B_c = 20)", "dpfl_20", "random_20"),
+                  ("DPFL > random graph (B_c = 5)", "dpfl_5", "random_5"))),),
     "pdbo": regime("pdbo", R_PDBO, "pdbo_mtl:local oracle:pdbo_mtl", (
         ("PDBO-MTL ≥ PDBO-MTL (local)", "pdbo_mtl", "pdbo_mtl_local"),
         ("PDBO-MTL > SGP", "pdbo_mtl", "sgp"),

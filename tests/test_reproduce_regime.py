@@ -58,7 +58,12 @@ def test_every_regime_scenario_validates_and_names_its_labels():
             named = {x for _, a, b in block.claims for x in (a, b)} | \
                 {x for pair in block.pairs for x in pair}
             assert named <= labels, (block.key, named - labels)
-            assert block.study.seeds == (0, 1, 2, 3, 4) and len(block.study.grid) >= 2
+            assert block.study.seeds == (0, 1, 2, 3, 4)
+            if block.study in reproduce.LR_FROM:                # the same setting's protocol
+                chose = reproduce.LR_FROM[block.study].load().raw["train"]["lr"]
+                assert sc.raw["train"]["lr"] == chose
+            else:
+                assert len(block.study.grid) >= 2
 
 
 def test_a_grid_run_drops_each_algorithms_own_lr():

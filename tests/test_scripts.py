@@ -90,10 +90,12 @@ def test_paper_figure(out):
 
 def test_async_stragglers(out, capsys):
     table = script("async_stragglers").main(["--short", "--out", str(out), "--target", "0.1"])
-    assert list(table.index) == ["adpsgd", "async_push", "gossip_learning", "fedbuff", "sgp",
-                                 "dpsgd", "fedavg"]
-    assert list(table["engine"]) == ["event-driven"] * 4 + ["round-based"] * 3
-    assert (table["end"] > 0).all() and table.loc["sgp", "vs_reference"] == ""
+    assert list(table.index) == ["adpsgd", "async_push", "gossip_learning", "fedbuff",
+                                 "sync_sgp", "sync_dpsgd", "sync_fedavg", "sgp", "dpsgd",
+                                 "fedavg"]
+    assert list(table["engine"]) == (["event-driven"] * 4 + ["event-driven, rounds"] * 3
+                                     + ["round-based"] * 3)
+    assert (table["end"] > 0).all() and table.loc["sync_sgp", "vs_reference"] == ""
     figure = out / "async_stragglers_short" / "figures" / "stragglers_accuracy_vs_time.pdf"
     assert figure.is_file() and figure.with_suffix(".txt").is_file()
     assert "| `fedbuff` | event-driven |" in capsys.readouterr().out

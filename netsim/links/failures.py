@@ -251,6 +251,22 @@ class FailureModel:
         """bool[n]: node up at time t."""
         return self.alive_during(t, np.full(self.n, float(t)))
 
+    def alive_at(self, i: int, times: np.ndarray) -> np.ndarray:
+        """bool[m]: node i up at each of ``times`` (:meth:`alive`'s answer for node i, at many
+        times at once)."""
+        times = np.asarray(times, float)
+        if self.always_up:
+            return np.ones(times.shape, bool)
+        alive = ~(self.crash_time[i] <= times)
+        for nodes, a, b in self.node_items:
+            if i in nodes:
+                alive &= ~((a <= times) & (b > times))
+        if self.churn is not None:
+            c = self.churn
+            c.extend(float(times.max(initial=0.0)))
+            alive &= ~((c.start[i] <= times[:, None]) & (c.end[i] > times[:, None])).any(axis=1)
+        return alive
+
     def edges_up(self, t: float, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """bool[m]: False for the directed edges ``src[k] -> dst[k]`` cut at t by a scripted edge
         outage or partition."""

@@ -10,6 +10,10 @@ FIFO uplink, travels the edge's propagation delay (base + jitter), may be lost (
 waits in the receiver's FIFO downlink in order of arrival, and is delivered unless the receiver
 is down then. The models are the round engine's (:class:`netsim.sim.engine.Simulator` builds
 them from their streams); their draws happen in event order, so one seed drives every time.
+A message is an event of its own (its arrival at the downlink, its delivery), unless the network
+keeps inboxes (``inbox=True``, for an algorithm that uses its messages only when it wakes): it
+then waits in its receiver's inbox and costs no event; :meth:`AsyncNetwork.collect` gives the
+same delivery times and outcomes when the receiver wakes, and at each window's end.
 
 Accounting is per window (``schedule.eval_every`` simulated seconds): :meth:`end_round` closes
 one and returns its network.csv row, as the round engine's does per round; ``max_staleness``
@@ -17,9 +21,10 @@ counts the windows between a delivered message's send and its delivery.
 """
 from __future__ import annotations
 
+import heapq
 import time
-from dataclasses import dataclass, replace
-from typing import Any, Callable
+from dataclasses import replace
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -36,8 +41,7 @@ from topologies import build_topology
 NOT_SENT, LOST, IN_FLIGHT = 0, 1, 2
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(NamedTuple):
     """One message in flight: its id, edge, endpoints, send time, size and what it carries."""
 
     id: int
@@ -54,7 +58,7 @@ class AsyncNetwork:
     (``server``: a star of the clients around a reliable node n, as the round engine's)."""
 
     def __init__(self, cfg: dict, streams: Streams, links: dict, window: float,
-                 server: bool = False):
+                 server: bool = False, inbox: bool = False):
         clients = cfg["clients"]
         spec = {"name": "star"} if server else cfg["network"]["topology"]
         n = clients + server                                # server: a reliable hub, node N
@@ -82,6 +86,9 @@ class AsyncNetwork:
         self._latency_sum = 0.0
         self._next_id = 0
         self._window = 0
+        #: inbox mode: messages wait in their receiver's inbox, a heap of (arrival, id,
+        #: message), and are delivered when the receiver collects them (:meth:`collect`)
+        self.inbox = [[] for _ in range(n)] if inbox else None
 
     # ------------------------------------------------------------------ clients
     def out_edges(self, i: int) -> np.ndarray:
@@ -118,8 +125,9 @@ class AsyncNetwork:
     def step_end(self, i: int, t: float, steps: int, step_time: float) -> tuple[float, bool]:
         """When client i's ``steps`` local steps started at ``t`` end, and whether it stays up
         throughout (else the work is lost)."""
-        end = t + float(self.compute_model.durations(steps, step_time, t)[i])
-        return end, bool(self.failures.alive_during(t, np.full(self.n, end))[i])
+        end = t + self.compute_model.duration(i, steps, step_time)
+        f = self.failures
+        return end, f.always_up or bool(f.alive_during(t, np.full(self.n, end))[i])
 
     # ------------------------------------------------------------------ messages
     def send(self, t: float, src: int, edge: np.ndarray, nbytes: float,
@@ -127,45 +135,62 @@ class AsyncNetwork:
         """Client ``src`` sends ``nbytes`` along each of its out-edges ``edge`` at ``t`` (in
         that order through its uplink); returns each message's outcome (:data:`NOT_SENT`,
         :data:`LOST`, :data:`IN_FLIGHT`) and id (-1 where not sent)."""
-        e, f = self.edges, self.failures
+        e, f, budget, src = self.edges, self.failures, self.budget, int(src)
         dst = e.dst[edge]
         up = self.links.up_edges(t)[edge]
         if f.cuts_edges:
             up &= f.edges_up(t, np.full(len(edge), src), dst)
-        room = np.inf
-        if self.budget["bytes_per_round"] is not None:
-            room = self.budget["bytes_per_round"] - self.window_bytes[src]
-        if self.budget["total_bytes"] is not None:
-            room = min(room, self.budget["total_bytes"] - self.total_bytes[src])
-        over = up & (np.cumsum(np.where(up, nbytes, 0.0)) > room + 1e-9)
-        sent = up & ~over
-        ids = np.where(sent, self._next_id + np.cumsum(sent) - 1, -1)
-        self._next_id += int(sent.sum())
+        over = None
+        if budget["bytes_per_round"] is not None or budget["total_bytes"] is not None:
+            room = np.inf
+            if budget["bytes_per_round"] is not None:
+                room = budget["bytes_per_round"] - self.window_bytes[src]
+            if budget["total_bytes"] is not None:
+                room = min(room, budget["total_bytes"] - self.total_bytes[src])
+            over = up & (np.cumsum(np.where(up, nbytes, 0.0)) > room + 1e-9)
+            sent = up & ~over
+        else:
+            sent = up
         k = np.flatnonzero(sent)
-        depart = max(t, self.uplink_free[src]) + nbytes * np.arange(1, k.size + 1) / \
-            self.latency.uplink[src]
-        if k.size:
-            self.uplink_free[src] = depart[-1]
-        arrive = depart + self.latency.propagation(edge[k])
-        lost = self.loss.lost(edge[k])
+        ids = np.full(len(edge), -1, np.int64)
+        ids[k] = np.arange(self._next_id, self._next_id + k.size)
+        self._next_id += k.size
         outcome = np.where(sent, IN_FLIGHT, NOT_SENT)
-        outcome[k[lost]] = LOST
-        for m, a, gone in zip(k, arrive, lost):
-            msg = Message(int(ids[m]), int(edge[m]), src, int(dst[m]), t, nbytes, data)
-            self.events.add(t, src, "lost" if gone else "send", msg.dst, msg.id)
-            if not gone:             # an infinite downlink serves at once: no queue to join
-                self.queue.push(a, "deliver" if self._instant[msg.dst] else "arrive", msg.dst,
-                                msg)
-        for m in np.flatnonzero(~sent):
-            self.events.add(t, src, "blocked" if over[m] else "link_down", int(dst[m]))
+        if k.size:
+            depart = max(t, self.uplink_free[src]) + nbytes * np.arange(1, k.size + 1) / \
+                self.latency.uplink[src]
+            self.uplink_free[src] = depart[-1]
+            arrive = depart + self.latency.propagation(edge[k])
+            lost = self.loss.lost(edge[k])
+            outcome[k[lost]] = LOST
+            rows, push, instant, inbox = self.events.rows, self.queue.push, self._instant, \
+                self.inbox
+            t = float(t)
+            for mid, ed, d, a, gone in zip(ids[k].tolist(), edge[k].tolist(), dst[k].tolist(),
+                                           arrive.tolist(), lost.tolist()):
+                rows.append((t, src, "lost" if gone else "send", d, mid))
+                if gone:
+                    continue
+                msg = Message(mid, ed, src, d, t, nbytes, data)
+                if inbox is not None:
+                    heapq.heappush(inbox[d], (a, mid, msg))
+                else:                # an infinite downlink serves at once: no queue to join
+                    push(a, "deliver" if instant[d] else "arrive", d, msg)
+            dropped = int(lost.sum())
+        else:
+            dropped = 0
+        if k.size < len(edge):
+            for m in np.flatnonzero(~sent).tolist():
+                blocked = over is not None and over[m]
+                self.events.add(t, src, "blocked" if blocked else "link_down", int(dst[m]))
         spent = nbytes * k.size
         self.window_bytes[src] += spent
         self.total_bytes[src] += spent
         book = self._book
         book["bytes_sent"] += spent
         book["messages_sent"] += int(k.size)
-        book["messages_dropped"] += int(lost.sum())
-        book["messages_blocked"] += int(over.sum())
+        book["messages_dropped"] += dropped
+        book["messages_blocked"] += 0 if over is None else int(over.sum())
         return outcome, ids
 
     def _arrive(self, msg: Message) -> None:
@@ -175,30 +200,75 @@ class AsyncNetwork:
         self.downlink_free[msg.dst] = done
         self.queue.push(done, "deliver", msg.dst, msg)
 
+    # ------------------------------------------------------------------ inboxes
+    def collect(self, i: int, t: float, strict: bool = False) -> list[tuple[float, Message, bool]]:
+        """Inbox mode: client i's messages delivered up to ``t`` (before ``t`` if ``strict``),
+        in delivery order, as ``(time, message, delivered)`` (``delivered``: i was up then).
+        The same times and outcomes as the event heap gives: its downlink serves arrivals in
+        order (FIFO), a message is delivered when served; each is booked in the window of its
+        delivery, so collect by a window's end (:meth:`collect_all`)."""
+        box = self.inbox[i]
+        rate, free = self.latency.downlink[i], self.downlink_free[i]
+        out = []
+        while box:
+            a, _, msg = box[0]
+            done = a if rate == np.inf else float(max(a, free) + msg.nbytes / rate)
+            if done > t or (strict and done == t):
+                break
+            heapq.heappop(box)
+            free = done if rate != np.inf else free
+            out.append((done, msg))
+        self.downlink_free[i] = free
+        if not out:
+            return []
+        times = np.array([d for d, _ in out])
+        ok = self.failures.alive_at(i, times)
+        sent = np.array([m.sent_at for _, m in out])
+        book, window = self._book, self.window
+        book["messages_delivered"] += int(ok.sum())
+        book["messages_dropped"] += int((~ok).sum())
+        if ok.any():
+            self._latency_sum += float((times[ok] - sent[ok]).sum())
+            age = int((times[ok] // window - sent[ok] // window).max())
+            book["max_staleness"] = max(book["max_staleness"], age)
+        rows = self.events.rows
+        ok = ok.tolist()
+        for (d, m), up in zip(out, ok):
+            rows.append((d, i, "deliver" if up else "dropped", m.src, m.id))
+        return [(d, m, up) for (d, m), up in zip(out, ok)]
+
+    def collect_all(self, t: float, strict: bool) -> list[tuple[float, Message, bool]]:
+        """:meth:`collect` of every client with mail, by client."""
+        return [got for i, box in enumerate(self.inbox) if box
+                for got in self.collect(i, t, strict)]
+
     # ------------------------------------------------------------------ the clock
     def run_until(self, end: float, handle: Callable[[Event, bool], None],
                   stop: Callable[[], bool] = lambda: False) -> None:
         """Play the events before ``end`` in order (or until ``stop()``); a client's event goes
         to ``handle(event, delivered)`` (``delivered``: a message reached a live receiver)."""
         start = time.perf_counter()
-        while self.queue.next_time() < end and not stop():
-            ev = self.queue.pop()
-            self.now = ev.time
-            if ev.kind == "arrive":
+        queue, add, book, window = self.queue, self.events.add, self._book, self.window
+        while queue.next_time() < end and not stop():
+            ev = queue.pop()
+            self.now = t = ev.time
+            kind = ev.kind
+            if kind == "arrive":
                 self._arrive(ev.data)
                 continue
             delivered = False
-            if ev.kind == "deliver":
+            if kind == "deliver":
                 msg = ev.data
-                delivered = self.alive(msg.dst, ev.time)
-                self.events.add(ev.time, msg.dst, "deliver" if delivered else "dropped",
-                                msg.src, msg.id)
-                book = self._book
-                book["messages_delivered" if delivered else "messages_dropped"] += 1
+                delivered = self.alive(msg.dst, t)
+                add(t, msg.dst, "deliver" if delivered else "dropped", msg.src, msg.id)
                 if delivered:
-                    self._latency_sum += ev.time - msg.sent_at
-                    age = int(ev.time // self.window) - int(msg.sent_at // self.window)
-                    book["max_staleness"] = max(book["max_staleness"], age)
+                    book["messages_delivered"] += 1
+                    self._latency_sum += t - msg.sent_at
+                    age = int(t // window) - int(msg.sent_at // window)
+                    if age > book["max_staleness"]:
+                        book["max_staleness"] = age
+                else:
+                    book["messages_dropped"] += 1
             handle(ev, delivered)
         if np.isfinite(end) and not stop():
             self.now = max(self.now, end)

@@ -12,9 +12,8 @@ message)``: who used whose model or message at which simulated time. Two runs of
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -23,8 +22,7 @@ KINDS = ("arrive", "deliver", "finish", "wake")
 _PRIORITY = {k: i for i, k in enumerate(KINDS)}
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(NamedTuple):
     """One popped event: its time, kind, client and what its pusher attached."""
 
     time: float
@@ -68,13 +66,19 @@ class EventTrace:
     def add(self, time: float, client: int, kind: str, peer: int = -1, message: int = -1) -> None:
         self.rows.append((float(time), int(client), kind, int(peer), int(message)))
 
+    def ordered(self) -> list[tuple[float, int, str, int, int]]:
+        """The rows in time order (stable: rows of one time keep the order they were added; a
+        delivery collected from an inbox is added when collected, at its own time)."""
+        return sorted(self.rows, key=lambda row: row[0])
+
     def arrays(self) -> dict[str, np.ndarray]:
-        """One array per column."""
-        cols = list(zip(*self.rows)) if self.rows else [()] * len(self.COLUMNS)
+        """One array per column, in time order."""
+        rows = self.ordered()
+        cols = list(zip(*rows)) if rows else [()] * len(self.COLUMNS)
         return {name: np.asarray(col) for name, col in zip(self.COLUMNS, cols)}
 
     def write_csv(self, path: Path) -> None:
-        """The trace as CSV, one event a row (``outputs.trace``)."""
+        """The trace as CSV, one event a row in time order (``outputs.trace``)."""
         lines = [",".join(self.COLUMNS)]
-        lines += [f"{t!r},{c},{k},{p},{m}" for t, c, k, p, m in self.rows]
+        lines += [f"{t!r},{c},{k},{p},{m}" for t, c, k, p, m in self.ordered()]
         Path(path).write_text("\n".join(lines) + "\n")
