@@ -109,8 +109,6 @@ class AsyncAlgorithm(Algorithm):
         super().__init__(ctx)
         sched = ctx.cfg["schedule"]
         self.sched = sched
-        self.net = AsyncNetwork(ctx.cfg, ctx.streams, sched["links"], sched["eval_every"],
-                                server=self.server, inbox=self.mail_on_wake)
         self.actions = ActionQueue(self._run_actions, sched["mode"], sched["max_pending"])
         self.bank = self.new_bank()
         self.grads = torch.zeros_like(self.bank.flat)
@@ -128,6 +126,12 @@ class AsyncAlgorithm(Algorithm):
         self._idle_reported = np.zeros(self.n)   # idle s up to the last window's end
         for i in range(self.n):
             self.net.queue.push(0.0, "wake", i)
+
+    def build_network(self, ctx) -> AsyncNetwork:  # type: ignore[override]
+        """Per-client clocks over the scenario's network models (no round-based network)."""
+        sched = ctx.cfg["schedule"]
+        return AsyncNetwork(ctx.cfg, ctx.streams, sched["links"], sched["eval_every"],
+                            server=self.server, inbox=self.mail_on_wake)
 
     @classmethod
     def check_config(cls, spec: dict, cfg: dict, path: str) -> None:

@@ -93,7 +93,7 @@ class Algorithm:
         self.n = ctx.cfg["clients"]
         self.device = ctx.device
         self.policy = Policy(**ctx.spec["policy"])
-        self.net = Network.build(ctx.cfg, ctx.streams, self.policy, server=self.server)
+        self.net = self.build_network(ctx)
         self.gen = ctx.streams.torch("training", ctx.device)
         self.rng = ctx.streams.numpy("algorithm")
         compute = ctx.cfg["network"]["compute"]
@@ -101,6 +101,10 @@ class Algorithm:
                           step_time_from_flops(ctx.model.flops_per_sample, self.train.batch_size))
 
     # ------------------------------------------------------------------ construction
+    def build_network(self, ctx: Context) -> Network:
+        """The network facade the algorithm plays on (the round engine's)."""
+        return Network.build(ctx.cfg, ctx.streams, self.policy, server=self.server)
+
     def new_bank(self) -> ClientBank:
         """A bank of N models; every algorithm of a seed starts from the same initial models
         (drawn on the CPU, so CPU and CUDA runs start alike)."""
