@@ -30,10 +30,11 @@ from netsim.links.continuous import validate_continuous
 from netsim.runtime.client_streams import ClientStreams
 from netsim.schema import check_section
 from netsim.schema.params import Params, param, schema
-from netsim.sim.async_net import AsyncNetwork
+from netsim.sim.async_net import AsyncNetwork, Message
 from netsim.sim.events import Event
 from netsim.sim.facade import RoundReport
 from netsim.sim.grouping import ActionQueue
+from netsim.sim.mailbox import Mail
 
 
 @dataclass(frozen=True)
@@ -102,14 +103,16 @@ class AsyncAlgorithm(Algorithm):
     event_driven = True
     group = "decentralised"
     #: messages wait in the receiver's inbox until it wakes (or the window ends): no event per
-    #: message; :meth:`on_message` sees them then, in delivery order, with their delivery times
+    #: message; :meth:`on_mail` sees them then, in delivery order, with their delivery times
+    #: (their payload is an integer)
     mail_on_wake: ClassVar[bool] = False
 
     def __init__(self, ctx):
         super().__init__(ctx)
         sched = ctx.cfg["schedule"]
         self.sched = sched
-        self.actions = ActionQueue(self._run_actions, sched["mode"], sched["max_pending"])
+        self.actions = ActionQueue(self._run_actions, sched["mode"], sched["max_pending"],
+                                   bulk=("s",))      # snapshot rows: ("s", row) or Keys
         self.bank = self.new_bank()
         self.grads = torch.zeros_like(self.bank.flat)
         seed = int(ctx.streams.numpy("training").integers(2 ** 63))
@@ -151,7 +154,8 @@ class AsyncAlgorithm(Algorithm):
 
     # ------------------------------------------------------------------ actions
     def act(self, kind: str, payload: Any, reads=(), writes=()) -> None:
-        """Queue tensor work ``act_<kind>`` with the state keys it reads and writes."""
+        """Queue tensor work ``act_<kind>`` with the state keys it reads and writes (keys
+        ``("s", row)`` of snapshot rows, many at once as ``Keys("s", rows)``)."""
         self.actions.add(kind, payload, reads, writes)
 
     def _run_actions(self, kind: str, payloads: list) -> None:
@@ -207,10 +211,14 @@ class AsyncAlgorithm(Algorithm):
     def on_message(self, t: float, msg, delivered: bool) -> None:
         raise NotImplementedError
 
-    def _deliver(self, mail: list) -> None:
-        """Inbox mode: hand collected messages to :meth:`on_message`."""
-        for t, msg, delivered in mail:
-            self.on_message(t, msg, delivered)
+    def on_mail(self, mail: Mail) -> None:
+        """Inbox mode: messages collected for one receiver (column arrays, in delivery order);
+        by default :meth:`on_message` for each."""
+        for t, mid, edge, src, sent, nbytes, data, ok in zip(
+                mail.time.tolist(), mail.id.tolist(), mail.edge.tolist(), mail.src.tolist(),
+                mail.sent_at.tolist(), mail.nbytes.tolist(), mail.data.tolist(),
+                mail.delivered.tolist()):
+            self.on_message(t, Message(mid, edge, src, mail.dst, sent, nbytes, data), ok)
 
     def gone(self, i: int, t: float) -> None:
         """Client i was found down for good at ``t`` (it wakes no more)."""
@@ -239,8 +247,8 @@ class AsyncAlgorithm(Algorithm):
             else:
                 net.queue.push(t + self.retry, "wake", i)
         else:
-            if self.mail_on_wake:
-                self._deliver(net.collect(i, t))
+            if self.mail_on_wake and (mail := net.collect(i, t)) is not None:
+                self.on_mail(mail)
             k = int(self.started[i])
             self.started[i] += 1
             net.events.add(t, i, "wake", -1, k)
@@ -261,7 +269,8 @@ class AsyncAlgorithm(Algorithm):
         self.net.run_until(end, self._handle, self.done)
         if self.mail_on_wake:          # the window's deliveries (up to now where the run ended)
             stopped = self.done()
-            self._deliver(self.net.collect_all(self.net.now if stopped else end, not stopped))
+            for mail in self.net.collect_all(self.net.now if stopped else end, not stopped):
+                self.on_mail(mail)
         self.actions.flush()
         return RoundReport(staleness=self._take_merges(), idle=self._take_idle())
 

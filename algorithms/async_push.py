@@ -34,6 +34,7 @@ from algorithms import register
 from algorithms.async_base import AsyncAlgorithm
 from algorithms.snapshots import Snapshots
 from netsim.sim.async_net import IN_FLIGHT
+from netsim.sim.grouping import Keys
 
 
 def inbox_mass(new: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
@@ -90,15 +91,13 @@ class AsyncPush(AsyncAlgorithm):
         into = np.arange(e.in_ptr[i], e.in_ptr[i + 1])
         fresh = into[self.newest[into] != self.used[into]]
         new, old = self.newest[fresh], self.used[fresh]
-        for src, m in zip(e.src[fresh], self.newest_id[fresh]):
-            self.net.events.add(t, i, "use", int(src), int(m))
         if fresh.size:
+            self.net.events.add_block(float(t), i, "use", e.src[fresh], self.newest_id[fresh])
             self.merged(i, t, self.newest_sent[fresh])
-        self.act("wake", (i, k, new, old), reads=[("s", int(s)) for s in (*new, *old)],
+        self.act("wake", (i, k, new, old), reads=[Keys("s", np.concatenate([new, old]))],
                  writes=[("y", i), ("g", i)])
-        for a, b in zip(new, old):
-            self.snaps.hold(int(a))
-            self.snaps.release(int(b))
+        self.snaps.hold_many(new)
+        self.snaps.release_many(old)
         self.used[fresh] = new
 
     def act_wake(self, payloads: list[tuple[int, int, np.ndarray, np.ndarray]]) -> None:
@@ -148,6 +147,24 @@ class AsyncPush(AsyncAlgorithm):
         if keep.any():
             self.snaps.rows[torch.as_tensor(sid[keep], device=self.device)] = \
                 self.phi[idx[torch.as_tensor(keep, device=self.device)]]
+
+    def on_mail(self, mail) -> None:
+        """What arrived on each in-edge: the newest running sum (largest message id) replaces
+        the one held if newer; every other snapshot referred to is released."""
+        ok = mail.delivered
+        drop = [mail.data[~ok]]
+        if ok.any():
+            edge, mid, sid = mail.edge[ok], mail.id[ok], mail.data[ok]
+            order = np.lexsort((mid, edge))                 # by edge, then id
+            top = order[np.r_[edge[order][1:] != edge[order][:-1], True]]   # last per edge
+            win = top[mid[top] > self.newest_id[edge[top]]]
+            lose = np.ones(edge.size, bool)
+            lose[win] = False
+            e = edge[win]
+            drop += [sid[lose], self.newest[e]]
+            self.newest[e], self.newest_id[e] = sid[win], mid[win]
+            self.newest_sent[e] = mail.sent_at[ok][win]
+        self.snaps.release_many(np.concatenate(drop))
 
     def on_message(self, t: float, msg, delivered: bool) -> None:
         sid = msg.data

@@ -33,6 +33,7 @@ from algorithms.async_base import AsyncAlgorithm
 from algorithms.async_local import local_sgd
 from netsim.schema.params import Params, param
 from netsim.sim.async_net import IN_FLIGHT
+from netsim.sim.grouping import Keys
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ class GossipLearning(AsyncAlgorithm):
         if taken:
             self.merged(i, t, np.array([msg.sent_at for _, _, msg in taken]))
         self.act("wake", (i, k, keep, slots, np.array(weights)),
-                 reads=[("x", i)] + [("s", int(s)) for s in slots], writes=[("x", i), ("y", i)])
+                 reads=[("x", i), Keys("s", slots)], writes=[("x", i), ("y", i)])
         self.free.extend(int(s) for s in slots)
 
     def act_wake(self, payloads: list[tuple[int, int, float, np.ndarray, np.ndarray]]) -> None:

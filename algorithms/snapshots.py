@@ -42,6 +42,18 @@ class Snapshots:
         if self.refs[k] == 0:
             self.free.append(k)
 
+    def hold_many(self, rows: np.ndarray) -> None:
+        """:meth:`hold` of each of ``rows`` (a row may repeat)."""
+        np.add.at(self.refs, rows, 1)
+
+    def release_many(self, rows: np.ndarray) -> None:
+        """:meth:`release` of each of ``rows`` (a row may repeat); the rows freed join the free
+        list in increasing order."""
+        if rows.size:
+            np.subtract.at(self.refs, rows, 1)
+            rows = np.unique(rows)
+            self.free.extend(rows[self.refs[rows] == 0].tolist())
+
     def untaken(self, k: int) -> None:
         """Row k was taken but nothing refers to it: free at once."""
         self.free.append(k)

@@ -25,6 +25,7 @@ from algorithms.snapshots import Snapshots
 from netsim.errors import ConfigError
 from netsim.runtime.mixing import metropolis_weights
 from netsim.sim.async_net import IN_FLIGHT
+from netsim.sim.grouping import Keys
 
 
 @register("sync_dpsgd")
@@ -63,7 +64,7 @@ class SyncDPSGD(SynchronousRounds, AsyncAlgorithm):
         if use:
             self.merged(i, t, np.array([msg.sent_at for _, msg in use]))
         self.act("wake", (i, k, r > 0, slots, weights),
-                 reads=[("x", i), ("g", i)] + [("s", int(s)) for s in slots],
+                 reads=[("x", i), ("g", i), Keys("s", slots)],
                  writes=[("x", i), ("g", i)])
         for s in slots.tolist():
             self.snaps.release(s)

@@ -21,7 +21,6 @@ counts the windows between a delivered message's send and its delivery.
 """
 from __future__ import annotations
 
-import heapq
 import time
 from dataclasses import replace
 from typing import Any, Callable, NamedTuple
@@ -33,6 +32,7 @@ from netsim.sim.accounting import METRIC_NAMES
 from netsim.sim.engine import Simulator
 from netsim.sim.events import Event, EventQueue, EventTrace
 from netsim.sim.facade import RoundReport
+from netsim.sim.mailbox import Mail, Mailbox
 from netsim.util.rng import Streams
 from topologies import build_topology
 
@@ -86,9 +86,9 @@ class AsyncNetwork:
         self._latency_sum = 0.0
         self._next_id = 0
         self._window = 0
-        #: inbox mode: messages wait in their receiver's inbox, a heap of (arrival, id,
-        #: message), and are delivered when the receiver collects them (:meth:`collect`)
-        self.inbox = [[] for _ in range(n)] if inbox else None
+        #: inbox mode: messages wait in their receivers' inboxes (:class:`Mailbox`), delivered
+        #: when the receiver collects them (:meth:`collect`)
+        self.inbox = Mailbox(n) if inbox else None
 
     # ------------------------------------------------------------------ clients
     def out_edges(self, i: int) -> np.ndarray:
@@ -163,26 +163,33 @@ class AsyncNetwork:
             arrive = depart + self.latency.propagation(edge[k])
             lost = self.loss.lost(edge[k])
             outcome[k[lost]] = LOST
-            rows, push, instant, inbox = self.events.rows, self.queue.push, self._instant, \
-                self.inbox
             t = float(t)
-            for mid, ed, d, a, gone in zip(ids[k].tolist(), edge[k].tolist(), dst[k].tolist(),
-                                           arrive.tolist(), lost.tolist()):
-                rows.append((t, src, "lost" if gone else "send", d, mid))
-                if gone:
-                    continue
-                msg = Message(mid, ed, src, d, t, nbytes, data)
-                if inbox is not None:
-                    heapq.heappush(inbox[d], (a, mid, msg))
-                else:                # an infinite downlink serves at once: no queue to join
-                    push(a, "deliver" if instant[d] else "arrive", d, msg)
+            if k.size == 1:
+                self.events.add(t, src, "lost" if lost[0] else "send", dst[k[0]], ids[k[0]])
+            else:
+                self.events.add_block(t, src, np.where(lost, "lost", "send"), dst[k], ids[k])
+            go = ~lost
+            if self.inbox is not None:
+                self.inbox.put(dst[k][go], arrive=arrive[go], id=ids[k][go],
+                               edge=edge[k][go], src=src, sent_at=t, nbytes=nbytes, data=data)
+            else:
+                push, instant = self.queue.push, self._instant
+                for mid, ed, d, a in zip(ids[k][go].tolist(), edge[k][go].tolist(),
+                                         dst[k][go].tolist(), arrive[go].tolist()):
+                    # an infinite downlink serves at once: no queue to join
+                    push(a, "deliver" if instant[d] else "arrive", d,
+                         Message(mid, ed, src, d, t, nbytes, data))
             dropped = int(lost.sum())
         else:
             dropped = 0
         if k.size < len(edge):
-            for m in np.flatnonzero(~sent).tolist():
-                blocked = over is not None and over[m]
-                self.events.add(t, src, "blocked" if blocked else "link_down", int(dst[m]))
+            quiet = np.flatnonzero(~sent)
+            kind = np.where(over[quiet], "blocked", "link_down") if over is not None else \
+                np.full(quiet.size, "link_down")
+            if quiet.size == 1:
+                self.events.add(t, src, str(kind[0]), dst[quiet[0]])
+            else:
+                self.events.add_block(float(t), src, kind, dst[quiet], -1)
         spent = nbytes * k.size
         self.window_bytes[src] += spent
         self.total_bytes[src] += spent
@@ -201,46 +208,51 @@ class AsyncNetwork:
         self.queue.push(done, "deliver", msg.dst, msg)
 
     # ------------------------------------------------------------------ inboxes
-    def collect(self, i: int, t: float, strict: bool = False) -> list[tuple[float, Message, bool]]:
+    def collect(self, i: int, t: float, strict: bool = False) -> Mail | None:
         """Inbox mode: client i's messages delivered up to ``t`` (before ``t`` if ``strict``),
-        in delivery order, as ``(time, message, delivered)`` (``delivered``: i was up then).
-        The same times and outcomes as the event heap gives: its downlink serves arrivals in
-        order (FIFO), a message is delivered when served; each is booked in the window of its
+        in delivery order (None when none is). The same times and outcomes as the event heap
+        gives: its downlink serves arrivals in order (FIFO), a message is delivered when served,
+        and ``delivered`` says whether i was up then; each is booked in the window of its
         delivery, so collect by a window's end (:meth:`collect_all`)."""
-        box = self.inbox[i]
-        rate, free = self.latency.downlink[i], self.downlink_free[i]
-        out = []
-        while box:
-            a, _, msg = box[0]
-            done = a if rate == np.inf else float(max(a, free) + msg.nbytes / rate)
-            if done > t or (strict and done == t):
-                break
-            heapq.heappop(box)
-            free = done if rate != np.inf else free
-            out.append((done, msg))
-        self.downlink_free[i] = free
-        if not out:
-            return []
-        times = np.array([d for d, _ in out])
+        box = self.inbox
+        if not box.pending[i]:
+            return None
+        rows = box.waiting(i)
+        arrive, rate = box.cols["arrive"][rows], self.latency.downlink[i]
+        if rate == np.inf:
+            times = arrive
+            due = int(np.searchsorted(arrive, t, side="left" if strict else "right"))
+        else:                                # FIFO: each waits for the one before it
+            free, done = self.downlink_free[i], []
+            for a, nbytes in zip(arrive.tolist(), box.cols["nbytes"][rows].tolist()):
+                end = float(max(a, free) + nbytes / rate)
+                if end > t or (strict and end == t):
+                    break
+                free = end
+                done.append(end)
+            self.downlink_free[i] = free
+            times, due = np.asarray(done, np.float64), len(done)
+        if not due:
+            return None
+        got = box.take(i, rows[:due], rows[due:])
+        times = times[:due]
         ok = self.failures.alive_at(i, times)
-        sent = np.array([m.sent_at for _, m in out])
-        book, window = self._book, self.window
-        book["messages_delivered"] += int(ok.sum())
-        book["messages_dropped"] += int((~ok).sum())
-        if ok.any():
+        book, window, sent = self._book, self.window, got["sent_at"]
+        delivered = int(ok.sum())
+        book["messages_delivered"] += delivered
+        book["messages_dropped"] += due - delivered
+        if delivered:
             self._latency_sum += float((times[ok] - sent[ok]).sum())
             age = int((times[ok] // window - sent[ok] // window).max())
             book["max_staleness"] = max(book["max_staleness"], age)
-        rows = self.events.rows
-        ok = ok.tolist()
-        for (d, m), up in zip(out, ok):
-            rows.append((d, i, "deliver" if up else "dropped", m.src, m.id))
-        return [(d, m, up) for (d, m), up in zip(out, ok)]
+        self.events.add_block(times, i, np.where(ok, "deliver", "dropped"), got["src"], got["id"])
+        return Mail(times, got["id"], got["edge"], got["src"], i, sent, got["nbytes"],
+                    got["data"], ok)
 
-    def collect_all(self, t: float, strict: bool) -> list[tuple[float, Message, bool]]:
+    def collect_all(self, t: float, strict: bool) -> list[Mail]:
         """:meth:`collect` of every client with mail, by client."""
-        return [got for i, box in enumerate(self.inbox) if box
-                for got in self.collect(i, t, strict)]
+        mail = (self.collect(i, t, strict) for i, rows in enumerate(self.inbox.pending) if rows)
+        return [m for m in mail if m is not None]
 
     # ------------------------------------------------------------------ the clock
     def run_until(self, end: float, handle: Callable[[Event, bool], None],

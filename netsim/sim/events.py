@@ -56,15 +56,41 @@ class EventQueue:
 
 
 class EventTrace:
-    """``(time, client, kind, peer, message)`` rows of the events a run acted on."""
+    """``(time, client, kind, peer, message)`` rows of the events a run acted on, kept in the
+    order they were added: single rows, or blocks of rows (column arrays, :meth:`add_block`)
+    that a vectorised step adds at once."""
 
     COLUMNS = ("time", "client", "kind", "peer", "message")
 
     def __init__(self):
-        self.rows: list[tuple[float, int, str, int, int]] = []
+        self._parts: list = []      # a row (tuple), or a _Block
+        self._size = 0
 
     def add(self, time: float, client: int, kind: str, peer: int = -1, message: int = -1) -> None:
-        self.rows.append((float(time), int(client), kind, int(peer), int(message)))
+        self._parts.append((float(time), int(client), kind, int(peer), int(message)))
+        self._size += 1
+
+    def add_block(self, time, client, kind, peer, message) -> None:
+        """Rows given by columns: numpy arrays of one length, or scalars repeated along them
+        (at least one column an array)."""
+        block = _Block(time, client, kind, peer, message)
+        if block.n:
+            self._parts.append(block)
+            self._size += block.n
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def rows(self) -> list[tuple[float, int, str, int, int]]:
+        """Every row as a tuple of Python values, in the order added."""
+        out: list[tuple[float, int, str, int, int]] = []
+        for part in self._parts:
+            if isinstance(part, _Block):
+                out.extend(part.rows())
+            else:
+                out.append(part)
+        return out
 
     def ordered(self) -> list[tuple[float, int, str, int, int]]:
         """The rows in time order (stable: rows of one time keep the order they were added; a
@@ -82,3 +108,18 @@ class EventTrace:
         lines = [",".join(self.COLUMNS)]
         lines += [f"{t!r},{c},{k},{p},{m}" for t, c, k, p, m in self.ordered()]
         Path(path).write_text("\n".join(lines) + "\n")
+
+
+class _Block:
+    """Trace rows added at once: five columns, each an array or a scalar for every row."""
+
+    __slots__ = ("n", "cols")
+
+    def __init__(self, *cols):
+        self.cols = cols
+        self.n = next(len(c) for c in cols if isinstance(c, np.ndarray))
+
+    def rows(self) -> list[tuple[float, int, str, int, int]]:
+        t, c, k, p, m = (col.tolist() if isinstance(col, np.ndarray) else [col] * self.n
+                         for col in self.cols)
+        return list(zip(map(float, t), map(int, c), map(str, k), map(int, p), map(int, m)))

@@ -15,28 +15,69 @@ action is batched with any earlier one that cannot affect it, however far apart 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, Hashable, Iterable
+from typing import Any, Callable, Hashable, Iterable, NamedTuple
+
+import numpy as np
 
 Runner = Callable[[str, list], None]
+
+
+class Keys(NamedTuple):
+    """Many state keys ``(name, id)`` at once (``ids``: an integer array), tracked as arrays of
+    levels per id: one numpy pass where a key at a time would be a Python loop (a wake-up that
+    reads a hundred snapshot rows)."""
+
+    name: str
+    ids: np.ndarray
+
+
+def _levels(book: dict, name: str, size: int) -> np.ndarray:
+    """The level array of bulk keys ``name`` in ``book`` (-1: none yet), at least ``size``
+    long."""
+    arr = book.get(("bulk", name))
+    if arr is None or arr.size < size:
+        grown = np.full(max(size, 2 * (0 if arr is None else arr.size), 64), -1, np.int64)
+        if arr is not None:
+            grown[:arr.size] = arr
+        book[("bulk", name)] = arr = grown
+    return arr
+
+
+def _bulk_level(book: dict, key: Keys) -> int:
+    """The highest level in ``book`` among ``key``'s ids (-1: none)."""
+    arr = book.get(("bulk", key.name))
+    if arr is None or not key.ids.size:
+        return -1
+    ids = key.ids[key.ids < arr.size]
+    return int(arr[ids].max()) if ids.size else -1
 
 
 def conflict_level(reads: Iterable[Hashable], writes: Iterable[Hashable],
                    last_read: dict, last_write: dict) -> int:
     """The lowest level after every earlier conflicting action (RAW, WAW and WAR)."""
-    level = 0
+    level = -1                                     # the highest conflicting level
     for key in reads:
-        level = max(level, last_write.get(key, -1) + 1)
+        got = _bulk_level(last_write, key) if type(key) is Keys else last_write.get(key, -1)
+        if got > level:
+            level = got
     for key in writes:
-        level = max(level, last_write.get(key, -1) + 1, last_read.get(key, -1) + 1)
-    return level
+        if type(key) is Keys:
+            got = max(_bulk_level(last_write, key), _bulk_level(last_read, key))
+        else:
+            got = max(last_write.get(key, -1), last_read.get(key, -1))
+        if got > level:
+            level = got
+    return level + 1
 
 
 class ActionQueue:
     """Holds actions and runs them through ``run(kind, payloads)``: at once (reference) or by
     conflict-free levels when :meth:`flush` is called or ``max_pending`` are held (batched)."""
 
-    def __init__(self, run: Runner, mode: str = "batched", max_pending: int = 4096):
+    def __init__(self, run: Runner, mode: str = "batched", max_pending: int = 4096,
+                 bulk: tuple[str, ...] = ()):
         self.run, self.batched, self.max_pending = run, mode == "batched", max_pending
+        self.bulk = frozenset(bulk)       # key names tracked as arrays: (name, id) is Keys
         self._levels: list[dict[str, list]] = []
         self._last_read: dict = {}
         self._last_write: dict = {}
@@ -49,18 +90,38 @@ class ActionQueue:
             self.calls += 1
             self.run(kind, [payload])
             return
-        reads, writes = tuple(reads), tuple(writes)
-        level = conflict_level(reads, writes, self._last_read, self._last_write)
+        reads, writes = self._keys(reads), self._keys(writes)
+        last_read, last_write = self._last_read, self._last_write
+        level = conflict_level(reads, writes, last_read, last_write)
         for key in reads:
-            self._last_read[key] = max(self._last_read.get(key, -1), level)
+            if type(key) is Keys:
+                if key.ids.size:
+                    arr = _levels(last_read, key.name, int(key.ids.max()) + 1)
+                    np.maximum.at(arr, key.ids, level)
+            elif last_read.get(key, -1) < level:
+                last_read[key] = level
         for key in writes:
-            self._last_write[key] = level
+            if type(key) is Keys:
+                if key.ids.size:
+                    _levels(last_write, key.name, int(key.ids.max()) + 1)[key.ids] = level
+            else:
+                last_write[key] = level
         while len(self._levels) <= level:
             self._levels.append(defaultdict(list))
         self._levels[level][kind].append(payload)
         self.pending += 1
         if self.pending >= self.max_pending:
             self.flush()
+
+    def _keys(self, keys: Iterable) -> tuple:
+        """``keys`` with each ``(name, id)`` of a bulk name as :class:`Keys`."""
+        keys, bulk = tuple(keys), self.bulk
+        for k in keys:
+            if type(k) is tuple and k[0] in bulk:
+                return tuple(Keys(k[0], np.array([k[1]], np.int64))
+                             if type(k) is tuple and len(k) == 2 and k[0] in bulk else k
+                             for k in keys)
+        return keys
 
     def flush(self) -> None:
         """Run every held action, level by level, one call per kind within a level."""
