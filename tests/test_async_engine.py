@@ -210,3 +210,18 @@ def test_inbox_delivers_what_the_event_heap_delivers(name, monkeypatch):
             {k: v for k, v in b.items() if k != "mean_latency"}
         assert a["mean_latency"] == pytest.approx(b["mean_latency"], rel=1e-12, nan_ok=True)
     torch.testing.assert_close(inbox.mass, heap.mass, rtol=1e-4, atol=1e-5)
+
+
+def test_push_sum_mail_as_arrays_equals_message_by_message(monkeypatch):
+    """Asynchronous gradient push handles a wake's mail as arrays (newest running sum per
+    in-edge, snapshot rows released at once); the base class's message-by-message hand-over to
+    ``on_message`` gives the same trace and push-sum state (float64 sums in another order)."""
+    from algorithms.async_base import AsyncAlgorithm
+    from algorithms.async_push import AsyncPush
+
+    arrays = play(scenario(SCENARIOS["failures"]), 1)
+    monkeypatch.setattr(AsyncPush, "on_mail", AsyncAlgorithm.on_mail)
+    one_by_one = play(scenario(SCENARIOS["failures"]), 1)
+    assert arrays.net.events.rows == one_by_one.net.events.rows
+    torch.testing.assert_close(arrays.mass, one_by_one.mass, rtol=1e-4, atol=1e-5)
+    assert (arrays.newest_id == one_by_one.newest_id).all()    # the same message per in-edge
