@@ -27,14 +27,18 @@ from netsim.sim.async_net import IN_FLIGHT
 
 
 class RoundBarrier:
-    """Per-client round barriers over a directed graph with in-degrees ``in_degree``."""
+    """Per-client round barriers over a directed graph with in-degrees ``in_degree``. A
+    resolution carries its time; a client is released at the latest of its own send and the
+    resolutions it waited for."""
 
     def __init__(self, in_degree: np.ndarray):
         self.in_degree = np.asarray(in_degree, np.int64)
         n = len(self.in_degree)
         self.round = np.full(n, -1, np.int64)          # the last round i sent
+        self.sent_at = np.zeros(n)                     # ... when
         self.waiting = np.zeros(n, bool)               # sent its round, not yet released
         self.heard: defaultdict[tuple[int, int], int] = defaultdict(int)
+        self.latest: defaultdict[tuple[int, int], float] = defaultdict(float)  # resolutions
         self.gone: list[list[int]] = [[] for _ in range(n)]   # per receiver: rounds the
         # in-neighbours that are down for good sent last
 
@@ -43,42 +47,56 @@ class RoundBarrier:
         r are excused)."""
         return int(self.in_degree[i]) - sum(last < r for last in self.gone[i])
 
-    def _ready(self, i: int) -> bool:
+    def _ready(self, i: int, now: float) -> list[tuple[int, float]]:
+        """``[(i, when it is released)]`` if nothing holds i any longer, else []."""
         r = int(self.round[i])
         if self.waiting[i] and self.heard[(i, r)] >= self.need(i, r):
             self.waiting[i] = False
             del self.heard[(i, r)]
-            return True
-        return False
+            return [(i, max(self.latest.pop((i, r), 0.0), self.sent_at[i], now))]
+        return []
 
-    def sent(self, i: int, r: int, unresolved_to: np.ndarray) -> list[int]:
-        """Client i sent its round r; its messages to ``unresolved_to`` resolve now (not sent
-        or lost): the clients released by this, i among them when nothing else holds it."""
-        self.round[i], self.waiting[i] = r, True
-        out = [int(d) for d in unresolved_to if self.resolve_one(int(d), r)]
-        return out + ([i] if self._ready(i) else [])
+    def sent(self, i: int, r: int, now: float) -> list[tuple[int, float]]:
+        """Client i sent its round r at ``now``: i with its release time if nothing holds it."""
+        self.round[i], self.sent_at[i], self.waiting[i] = r, now, True
+        return self._ready(i, now)
 
-    def resolve_one(self, i: int, r: int) -> bool:
-        """One in-neighbour's round-r message to i resolved; whether i is released."""
+    def resolve(self, i: int, r: int, when: float, now: float) -> list[tuple[int, float]]:
+        """One in-neighbour's round-r message to i resolves at ``when`` (known at ``now``): i
+        with its release time if that was the last one it waited for."""
         self.heard[(i, r)] += 1
-        return int(self.round[i]) == r and self._ready(i)
+        self.latest[(i, r)] = max(self.latest[(i, r)], when)
+        return self._ready(i, now) if int(self.round[i]) == r else []
 
-    def down_for_good(self, j: int, receivers: np.ndarray) -> list[int]:
+    def down_for_good(self, j: int, receivers: np.ndarray, now: float
+                      ) -> list[tuple[int, float]]:
         """Client j stopped for good after sending round ``round[j]``: its out-neighbours
-        ``receivers`` no longer wait for it; those released by this."""
+        ``receivers`` no longer wait for it; those released by this, with their times."""
         last = int(self.round[j])
         out = []
         for i in receivers.tolist():
             self.gone[i].append(last)
-            if self._ready(i):
-                out.append(i)
+            out += self._ready(i, now)
         return out
 
 
 class SynchronousRounds:
     """The barrier's part of an event-driven algorithm with synchronous rounds (a mixin of
     :class:`algorithms.async_base.AsyncAlgorithm`): round numbers of the messages, the messages
-    held for a later round (``held[i]``: ``(round, time, message)``), and the wake-ups."""
+    held for a later round (``held[i]``: ``(round, time, message)``), and the wake-ups.
+
+    Where every downlink serves at once, a message is delivered (or dropped) at its arrival,
+    known when it is sent: the barrier then resolves every message at its send, with its
+    arrival time, and the messages wait in the receivers' inboxes (no event each; the client
+    collects them when it wakes at its release). Otherwise each delivery is an event that
+    resolves its message."""
+
+    def build_network(self, ctx):
+        net = super().build_network(ctx)
+        if np.isinf(net.latency.downlink).all():
+            net.use_inboxes()
+            self.mail_on_wake = True
+        return net
 
     def init_rounds(self) -> None:
         self.barrier = RoundBarrier(np.diff(self.net.edges.in_ptr))
@@ -90,29 +108,39 @@ class SynchronousRounds:
         """Client i sent its round (messages ``ids`` along ``out``): it waits, or starts the
         next round when nothing is left to wait for."""
         r = int(self.steps_done[i]) - 1
-        for m in ids[outcome == IN_FLIGHT].tolist():
+        flying = outcome == IN_FLIGHT
+        for m in ids[flying].tolist():
             self.msg_round[m] = r
         steps = self.sched["steps"]
         if steps is not None and self.steps_done[i] >= steps:
             self.wake_at(i, t)                  # its last round: nothing left to wait for
-        silent = self.net.edges.dst[out[outcome != IN_FLIGHT]]
-        self._start_next(self.barrier.sent(i, r, silent), t)
+        dst = self.net.edges.dst[out]
+        when = np.full(len(out), float(t))      # not sent, or lost: resolved now
+        if self.mail_on_wake:                   # in flight: at its arrival
+            when[flying] = self.net.arrivals[flying]
+        else:
+            dst, when = dst[~flying], when[~flying]
+        released = [got for d, w in zip(dst.tolist(), when.tolist())
+                    for got in self.barrier.resolve(d, r, w, t)]
+        self._start_next(released + self.barrier.sent(i, r, t))
 
     def round_received(self, t: float, msg, delivered: bool) -> None:
-        """A round message was delivered (held for its round) or dropped: the receiver may
-        start its next round."""
+        """A round message was delivered (held for its round) or dropped: without inboxes, the
+        receiver may start its next round."""
         q = self.msg_round.pop(msg.id)
         if delivered:
             self.held[msg.dst].append((q, t, msg))
-        self._start_next([msg.dst] if self.barrier.resolve_one(msg.dst, q) else [], t)
+        if not self.mail_on_wake:
+            self._start_next(self.barrier.resolve(msg.dst, q, t, t))
 
     def gone(self, i: int, t: float) -> None:
         e = self.net.edges
-        self._start_next(self.barrier.down_for_good(i, e.dst[self.net.out_edges(i)]), t)
+        self._start_next(self.barrier.down_for_good(i, e.dst[self.net.out_edges(i)], t))
 
-    def _start_next(self, clients: list[int], t: float) -> None:
-        """Clients whose round ended start the next one now (unless they did their steps)."""
+    def _start_next(self, released: list[tuple[int, float]]) -> None:
+        """Clients whose round ended start the next one at their release (unless they did
+        their steps)."""
         steps = self.sched["steps"]
-        for i in clients:
+        for i, when in released:
             if steps is None or self.steps_done[i] < steps:
-                self.wake_at(i, t)
+                self.wake_at(i, when)

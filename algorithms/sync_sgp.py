@@ -6,15 +6,17 @@ Client i's round r, at its own clock: it sums in the push-sum shares its in-neig
 round r - 1 (running sums, as :mod:`algorithms.async_push`), computes its gradient at
 ``z_i = x_i / w_i`` for as long as the compute model says, takes the step and pushes its shares
 to its out-neighbours; then it waits until every in-neighbour's round-r message is resolved
-(:mod:`algorithms.round_barrier`: delivered, dropped, or known not to come) and starts round
-r + 1. A message from an in-neighbour already in a later round is kept until the round it
-belongs to. So the models are those of synchronous SGP whose round-r mixing uses exactly the
-round-r messages that arrive (the round engine's ``wait_all``), while the clock of each client
-is its own: a straggler holds back only the clients that wait for it.
+(:mod:`algorithms.round_barrier`: delivered, dropped, or known not to come; with inboxes where
+every downlink serves at once) and starts round r + 1. A message from an in-neighbour already in
+a later round is kept until the round it belongs to. So the models are those of synchronous SGP
+whose round-r mixing uses exactly the round-r messages that arrive (the round engine's
+``wait_all``), while the clock of each client is its own: a straggler holds back only the
+clients that wait for it.
 """
 from __future__ import annotations
 
 from algorithms import register
+from algorithms.async_base import AsyncAlgorithm
 from algorithms.async_push import AsyncPush
 from algorithms.round_barrier import SynchronousRounds
 
@@ -24,7 +26,8 @@ class SyncSGP(SynchronousRounds, AsyncPush):
     """Synchronous SGP, each client waiting for its round's messages, event by event.
     No parameters of its own: alpha is ``train.lr``."""
 
-    mail_on_wake = False                        # the barrier counts each delivery as it happens
+    mail_on_wake = False                        # unless every downlink serves at once
+    on_mail = AsyncAlgorithm.on_mail            # message by message: each has its round
 
     def __init__(self, ctx):
         super().__init__(ctx)

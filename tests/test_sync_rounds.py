@@ -20,6 +20,9 @@ from test_async_push import frozen_run
 
 SYNC = {"algorithms": ["adpsgd", "sync_sgp"]}
 BOTH = ["sync_sgp", "sync_dpsgd"]
+#: finite bandwidth: a delivery is an event that resolves its message; none: every downlink
+#: serves at once, messages resolve at their send (with their arrival time) and wait in inboxes
+DOWNLINKS = {"events": {}, "inboxes": {"network.latency.bandwidth": None}}
 
 
 def replay(rows: list[tuple]) -> dict:
@@ -69,21 +72,25 @@ def check_barrier(alg) -> int:
     return checked
 
 
+@pytest.mark.parametrize("downlink", sorted(DOWNLINKS))
 @pytest.mark.parametrize("algorithm", BOTH)
 @pytest.mark.parametrize("name", ["loss", "stragglers"])
-def test_each_round_starts_when_its_messages_are_resolved(name, algorithm):
-    alg = play(scenario({**SCENARIOS[name], "algorithms": [algorithm]}), 0)
+def test_each_round_starts_when_its_messages_are_resolved(name, algorithm, downlink):
+    alg = play(scenario({**SCENARIOS[name], **DOWNLINKS[downlink], "algorithms": [algorithm]}), 0)
+    assert alg.mail_on_wake == (downlink == "inboxes")
     assert check_barrier(alg) >= 30
     rounds = alg.steps_done
     assert rounds.max() - rounds.min() <= 1          # a complete graph moves in lockstep
 
 
+@pytest.mark.parametrize("downlink", sorted(DOWNLINKS))
 @pytest.mark.parametrize("algorithm", BOTH)
-def test_a_round_uses_the_round_before_it(algorithm):
+def test_a_round_uses_the_round_before_it(algorithm, downlink):
     """The messages used at round r's wake are of round r - 1 (SGP's running sums: a
     round-(r - 1) message delivered on an edge carries the older ones; D-PSGD: exactly the
     round-(r - 1) models delivered)."""
-    alg = play(scenario({**SCENARIOS["loss"], "algorithms": [algorithm]}), 0)
+    alg = play(scenario({**SCENARIOS["loss"], **DOWNLINKS[downlink], "algorithms": [algorithm]}),
+               0)
     rep = replay(alg.net.events.rows)
     delivered: defaultdict[tuple[int, int], set] = defaultdict(set)
     for t, c, kind, peer, m in alg.net.events.rows:
@@ -134,18 +141,21 @@ def test_dpsgd_models_are_the_mixings_the_trace_says():
     torch.testing.assert_close(models(alg).double(), final, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("downlink", sorted(DOWNLINKS))
 @pytest.mark.parametrize("name", ["loss", "failures"])
-def test_frozen_mass_conserved(name):
-    error, gap = frozen_run({**SCENARIOS[name], **SYNC})
+def test_frozen_mass_conserved(name, downlink):
+    error, gap = frozen_run({**SCENARIOS[name], **SYNC, **DOWNLINKS[downlink]})
     assert error < 1e-5
     if name == "loss":
         assert gap < 1e-3
 
 
+@pytest.mark.parametrize("downlink", sorted(DOWNLINKS))
 @pytest.mark.parametrize("algorithm", BOTH)
-def test_planted_barrier_that_stops_waiting_is_caught(monkeypatch, algorithm):
+def test_planted_barrier_that_stops_waiting_is_caught(monkeypatch, algorithm, downlink):
     monkeypatch.setattr(round_barrier.RoundBarrier, "need", lambda self, i, r: 0)
-    alg = play(scenario({**SCENARIOS["loss"], "algorithms": [algorithm]}), 0)
+    alg = play(scenario({**SCENARIOS["loss"], **DOWNLINKS[downlink], "algorithms": [algorithm]}),
+               0)
     with pytest.raises(AssertionError):
         check_barrier(alg)
 

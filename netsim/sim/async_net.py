@@ -89,6 +89,14 @@ class AsyncNetwork:
         #: inbox mode: messages wait in their receivers' inboxes (:class:`Mailbox`), delivered
         #: when the receiver collects them (:meth:`collect`)
         self.inbox = Mailbox(n) if inbox else None
+        #: the last :meth:`send`'s arrival time of each message at its receiver's downlink
+        #: (nan where not in flight)
+        self.arrivals = np.empty(0)
+
+    def use_inboxes(self) -> None:
+        """Keep the messages sent from now on in inboxes (:meth:`collect`), not as events."""
+        if self.inbox is None:
+            self.inbox = Mailbox(self.n)
 
     # ------------------------------------------------------------------ clients
     def out_edges(self, i: int) -> np.ndarray:
@@ -156,6 +164,7 @@ class AsyncNetwork:
         ids[k] = np.arange(self._next_id, self._next_id + k.size)
         self._next_id += k.size
         outcome = np.where(sent, IN_FLIGHT, NOT_SENT)
+        self.arrivals = np.full(len(edge), np.nan)
         if k.size:
             depart = max(t, self.uplink_free[src]) + nbytes * np.arange(1, k.size + 1) / \
                 self.latency.uplink[src]
@@ -163,6 +172,7 @@ class AsyncNetwork:
             arrive = depart + self.latency.propagation(edge[k])
             lost = self.loss.lost(edge[k])
             outcome[k[lost]] = LOST
+            self.arrivals[k[~lost]] = arrive[~lost]
             t = float(t)
             if k.size == 1:
                 self.events.add(t, src, "lost" if lost[0] else "send", dst[k[0]], ids[k[0]])
