@@ -24,6 +24,7 @@ from collections import defaultdict
 import numpy as np
 
 from netsim.sim.async_net import IN_FLIGHT
+from netsim.sim.mailbox import Mail, join, select
 
 
 class RoundBarrier:
@@ -82,8 +83,9 @@ class RoundBarrier:
 
 class SynchronousRounds:
     """The barrier's part of an event-driven algorithm with synchronous rounds (a mixin of
-    :class:`algorithms.async_base.AsyncAlgorithm`): round numbers of the messages, the messages
-    held for a later round (``held[i]``: ``(round, time, message)``), and the wake-ups.
+    :class:`algorithms.async_base.AsyncAlgorithm` whose messages carry a row of its
+    ``snaps``): round numbers of the messages, the messages held for their round (``held[i]``:
+    ``(rounds, Mail)`` chunks), and the wake-ups.
 
     Where every downlink serves at once, a message is delivered (or dropped) at its arrival,
     known when it is sent: the barrier then resolves every message at its send, with its
@@ -101,7 +103,7 @@ class SynchronousRounds:
     def init_rounds(self) -> None:
         self.barrier = RoundBarrier(np.diff(self.net.edges.in_ptr))
         self.msg_round: dict[int, int] = {}     # message id in flight -> its sender's round
-        self.held: list[list[tuple[int, float, object]]] = [[] for _ in range(self.n)]
+        self.held: list[list[tuple[np.ndarray, Mail]]] = [[] for _ in range(self.n)]
 
     def round_sent(self, i: int, t: float, out: np.ndarray, outcome: np.ndarray,
                    ids: np.ndarray) -> None:
@@ -124,14 +126,39 @@ class SynchronousRounds:
                     for got in self.barrier.resolve(d, r, w, t)]
         self._start_next(released + self.barrier.sent(i, r, t))
 
-    def round_received(self, t: float, msg, delivered: bool) -> None:
-        """A round message was delivered (held for its round) or dropped: without inboxes, the
-        receiver may start its next round."""
+    def on_message(self, t: float, msg, delivered: bool) -> None:
+        """Without inboxes: a round message delivered (held for its round) or dropped (its
+        snapshot row released) resolves now; the receiver may start its next round."""
         q = self.msg_round.pop(msg.id)
         if delivered:
-            self.held[msg.dst].append((q, t, msg))
-        if not self.mail_on_wake:
-            self._start_next(self.barrier.resolve(msg.dst, q, t, t))
+            self.held[msg.dst].append((np.array([q]), Mail(
+                np.array([t]), np.array([msg.id]), np.array([msg.edge]), np.array([msg.src]),
+                msg.dst, np.array([msg.sent_at]), np.array([msg.nbytes]), np.array([msg.data]),
+                np.ones(1, bool))))
+        else:
+            self.snaps.release(msg.data)
+        self._start_next(self.barrier.resolve(msg.dst, q, t, t))
+
+    def on_mail(self, mail: Mail) -> None:
+        """With inboxes: the round messages collected at a wake (resolved when sent): the
+        delivered ones are held for their rounds, the dropped ones' snapshot rows released."""
+        q = np.array([self.msg_round.pop(m) for m in mail.id.tolist()], np.int64)
+        ok = mail.delivered
+        self.snaps.release_many(mail.data[~ok])
+        if ok.any():
+            self.held[mail.dst].append((q[ok], select(mail, ok)))
+
+    def take_held(self, i: int, use) -> Mail | None:
+        """The held messages of client i whose rounds ``use(rounds)`` selects (a mask), in the
+        order they came (None when none is); those of rounds it has not reached stay held."""
+        if not self.held[i]:
+            return None
+        q = np.concatenate([h[0] for h in self.held[i]])
+        mail = join([h[1] for h in self.held[i]])
+        pick, later = use(q), q >= self.steps_done[i]
+        self.snaps.release_many(mail.data[~pick & ~later])     # none: a past round's are used
+        self.held[i] = [(q[later], select(mail, later))] if later.any() else []
+        return select(mail, pick) if pick.any() else None
 
     def gone(self, i: int, t: float) -> None:
         e = self.net.edges

@@ -55,19 +55,16 @@ class SyncDPSGD(SynchronousRounds, AsyncAlgorithm):
         """Round r = ``steps_done[i]``: mix the round-(r - 1) models that arrived and step
         (r > 0), then compute the gradient."""
         r = int(self.steps_done[i])
-        use = [(when, msg) for q, when, msg in self.held[i] if q == r - 1]
-        self.held[i] = [h for h in self.held[i] if h[0] >= r]
-        slots = np.array([msg.data for _, msg in use], np.int64)
-        weights = self.weight[[msg.edge for _, msg in use]] if use else np.zeros(0)
-        for when, msg in use:
-            self.net.events.add(t, i, "use", msg.src, msg.id)
-        if use:
-            self.merged(i, t, np.array([msg.sent_at for _, msg in use]))
+        used = self.take_held(i, lambda q: q == r - 1)
+        slots, weights = np.zeros(0, np.int64), np.zeros(0)
+        if used is not None:
+            slots, weights = used.data, self.weight[used.edge]
+            self.net.events.add_block(float(t), i, "use", used.src, used.id)
+            self.merged(i, t, used.sent_at)
         self.act("wake", (i, k, r > 0, slots, weights),
                  reads=[("x", i), ("g", i), Keys("s", slots)],
                  writes=[("x", i), ("g", i)])
-        for s in slots.tolist():
-            self.snaps.release(s)
+        self.snaps.release_many(slots)
 
     def act_wake(self, payloads: list[tuple[int, int, bool, np.ndarray, np.ndarray]]) -> None:
         """``x_i <- (1 - sum_j W_ij) x_i + sum_j W_ij s_j - gamma g_i`` over the models that
@@ -104,8 +101,3 @@ class SyncDPSGD(SynchronousRounds, AsyncAlgorithm):
     def act_snap(self, payloads: list[tuple[int, int]]) -> None:
         i, sid = (torch.as_tensor(c, device=self.device) for c in zip(*payloads))
         self.snaps.rows[sid] = self.bank.flat[i]
-
-    def on_message(self, t: float, msg, delivered: bool) -> None:
-        if not delivered:
-            self.snaps.release(msg.data)
-        self.round_received(t, msg, delivered)

@@ -16,7 +16,6 @@ clients that wait for it.
 from __future__ import annotations
 
 from algorithms import register
-from algorithms.async_base import AsyncAlgorithm
 from algorithms.async_push import AsyncPush
 from algorithms.round_barrier import SynchronousRounds
 
@@ -27,25 +26,19 @@ class SyncSGP(SynchronousRounds, AsyncPush):
     No parameters of its own: alpha is ``train.lr``."""
 
     mail_on_wake = False                        # unless every downlink serves at once
-    on_mail = AsyncAlgorithm.on_mail            # message by message: each has its round
 
     def __init__(self, ctx):
         super().__init__(ctx)
         self.init_rounds()
 
     def start_step(self, i: int, t: float, k: int) -> None:
-        """Round ``steps_done[i]``: the messages of the earlier rounds count, later ones wait."""
+        """Round r = ``steps_done[i]``: the messages of the earlier rounds count (the newest
+        per in-edge), later ones wait."""
         r = int(self.steps_done[i])
-        for q, when, msg in self.held[i]:
-            if q < r:
-                super().on_message(when, msg, True)
-        self.held[i] = [h for h in self.held[i] if h[0] >= r]
+        used = self.take_held(i, lambda q: q < r)
+        if used is not None:
+            AsyncPush.on_mail(self, used)
         super().start_step(i, t, k)
 
     def finish_step(self, i: int, t: float) -> None:
         self.round_sent(i, t, *self.push(i, t))
-
-    def on_message(self, t: float, msg, delivered: bool) -> None:
-        if not delivered:
-            super().on_message(t, msg, False)
-        self.round_received(t, msg, delivered)

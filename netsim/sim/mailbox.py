@@ -32,6 +32,18 @@ class Mail(NamedTuple):
     delivered: np.ndarray     # bool: the receiver was up at the delivery
 
 
+def select(mail: Mail, rows: np.ndarray) -> Mail:
+    """The messages ``rows`` (a mask or indices) of ``mail``."""
+    return Mail(*(f if name == "dst" else f[rows] for name, f in zip(Mail._fields, mail)))
+
+
+def join(mails: list[Mail]) -> Mail:
+    """The messages of several mails to one receiver, in order."""
+    return Mail(*(mails[0].dst if name == "dst" else np.concatenate([getattr(m, name)
+                                                                       for m in mails])
+                  for name in Mail._fields))
+
+
 class Mailbox:
     """The messages on their way to ``n`` receivers, as rows of column arrays."""
 
