@@ -19,18 +19,17 @@ they return.
 """
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
 
 from netsim.sim.async_net import IN_FLIGHT
-from netsim.sim.mailbox import Mail, join, select
+from netsim.sim.mailbox import Mail, join, one, select
 
 
 class RoundBarrier:
     """Per-client round barriers over a directed graph with in-degrees ``in_degree``. A
     resolution carries its time; a client is released at the latest of its own send and the
-    resolutions it waited for."""
+    resolutions it waited for. Per round, the resolutions heard and the latest of their times
+    are arrays over the receivers (a send resolves its messages at once)."""
 
     def __init__(self, in_degree: np.ndarray):
         self.in_degree = np.asarray(in_degree, np.int64)
@@ -38,8 +37,9 @@ class RoundBarrier:
         self.round = np.full(n, -1, np.int64)          # the last round i sent
         self.sent_at = np.zeros(n)                     # ... when
         self.waiting = np.zeros(n, bool)               # sent its round, not yet released
-        self.heard: defaultdict[tuple[int, int], int] = defaultdict(int)
-        self.latest: defaultdict[tuple[int, int], float] = defaultdict(float)  # resolutions
+        self.active = np.ones(n, bool)                 # not down for good
+        self.heard: dict[int, np.ndarray] = {}         # round -> resolutions per receiver
+        self.latest: dict[int, np.ndarray] = {}        # round -> their latest time
         self.gone: list[list[int]] = [[] for _ in range(n)]   # per receiver: rounds the
         # in-neighbours that are down for good sent last
 
@@ -48,32 +48,47 @@ class RoundBarrier:
         r are excused)."""
         return int(self.in_degree[i]) - sum(last < r for last in self.gone[i])
 
+    def _of(self, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """Round r's arrays (created on first use)."""
+        if r not in self.heard:
+            n = len(self.in_degree)
+            self.heard[r], self.latest[r] = np.zeros(n, np.int64), np.zeros(n)
+        return self.heard[r], self.latest[r]
+
     def _ready(self, i: int, now: float) -> list[tuple[int, float]]:
         """``[(i, when it is released)]`` if nothing holds i any longer, else []."""
         r = int(self.round[i])
-        if self.waiting[i] and self.heard[(i, r)] >= self.need(i, r):
+        heard, latest = self._of(r)
+        if self.waiting[i] and heard[i] >= self.need(i, r):
             self.waiting[i] = False
-            del self.heard[(i, r)]
-            return [(i, max(self.latest.pop((i, r), 0.0), self.sent_at[i], now))]
+            return [(i, max(float(latest[i]), float(self.sent_at[i]), now))]
         return []
 
     def sent(self, i: int, r: int, now: float) -> list[tuple[int, float]]:
-        """Client i sent its round r at ``now``: i with its release time if nothing holds it."""
+        """Client i sent its round r at ``now``: i with its release time if nothing holds it.
+        Rounds that every client still in the run has sent past are forgotten."""
         self.round[i], self.sent_at[i], self.waiting[i] = r, now, True
+        low = int(self.round[self.active].min(initial=r))
+        for old in [q for q in self.heard if q < low]:
+            del self.heard[old], self.latest[old]
         return self._ready(i, now)
 
-    def resolve(self, i: int, r: int, when: float, now: float) -> list[tuple[int, float]]:
-        """One in-neighbour's round-r message to i resolves at ``when`` (known at ``now``): i
-        with its release time if that was the last one it waited for."""
-        self.heard[(i, r)] += 1
-        self.latest[(i, r)] = max(self.latest[(i, r)], when)
-        return self._ready(i, now) if int(self.round[i]) == r else []
+    def resolve(self, receivers: np.ndarray, r: int, when: np.ndarray,
+                now: float) -> list[tuple[int, float]]:
+        """One round-r message to each of ``receivers`` (distinct) resolves at ``when``
+        (known at ``now``): the receivers released by this, with their release times."""
+        heard, latest = self._of(r)
+        heard[receivers] += 1
+        latest[receivers] = np.maximum(latest[receivers], when)
+        due = receivers[(self.round[receivers] == r) & self.waiting[receivers]]
+        return [got for i in due.tolist() for got in self._ready(i, now)]
 
     def down_for_good(self, j: int, receivers: np.ndarray, now: float
                       ) -> list[tuple[int, float]]:
         """Client j stopped for good after sending round ``round[j]``: its out-neighbours
         ``receivers`` no longer wait for it; those released by this, with their times."""
         last = int(self.round[j])
+        self.active[j] = False
         out = []
         for i in receivers.tolist():
             self.gone[i].append(last)
@@ -122,22 +137,17 @@ class SynchronousRounds:
             when[flying] = self.net.arrivals[flying]
         else:
             dst, when = dst[~flying], when[~flying]
-        released = [got for d, w in zip(dst.tolist(), when.tolist())
-                    for got in self.barrier.resolve(d, r, w, t)]
-        self._start_next(released + self.barrier.sent(i, r, t))
+        self._start_next(self.barrier.resolve(dst, r, when, t) + self.barrier.sent(i, r, t))
 
     def on_message(self, t: float, msg, delivered: bool) -> None:
         """Without inboxes: a round message delivered (held for its round) or dropped (its
         snapshot row released) resolves now; the receiver may start its next round."""
         q = self.msg_round.pop(msg.id)
         if delivered:
-            self.held[msg.dst].append((np.array([q]), Mail(
-                np.array([t]), np.array([msg.id]), np.array([msg.edge]), np.array([msg.src]),
-                msg.dst, np.array([msg.sent_at]), np.array([msg.nbytes]), np.array([msg.data]),
-                np.ones(1, bool))))
+            self.held[msg.dst].append((np.array([q]), one(t, msg, delivered)))
         else:
             self.snaps.release(msg.data)
-        self._start_next(self.barrier.resolve(msg.dst, q, t, t))
+        self._start_next(self.barrier.resolve(np.array([msg.dst]), q, np.array([t]), t))
 
     def on_mail(self, mail: Mail) -> None:
         """With inboxes: the round messages collected at a wake (resolved when sent): the

@@ -37,6 +37,13 @@ def select(mail: Mail, rows: np.ndarray) -> Mail:
     return Mail(*(f if name == "dst" else f[rows] for name, f in zip(Mail._fields, mail)))
 
 
+def one(t: float, msg, delivered: bool) -> Mail:
+    """A single message (:class:`netsim.sim.async_net.Message`) delivered at ``t`` as mail."""
+    return Mail(np.array([t]), np.array([msg.id]), np.array([msg.edge]), np.array([msg.src]),
+                msg.dst, np.array([msg.sent_at]), np.array([msg.nbytes]), np.array([msg.data]),
+                np.array([delivered]))
+
+
 def join(mails: list[Mail]) -> Mail:
     """The messages of several mails to one receiver, in order."""
     return Mail(*(mails[0].dst if name == "dst" else np.concatenate([getattr(m, name)
