@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 
 import numpy as np
@@ -104,6 +105,26 @@ def test_same_run_starts_afresh_and_python_api_overwrites(tmp_path):
     with pytest.raises(ConfigError, match=r"^results folder: .*add overwrite=True to replace"):
         run(other, out=tmp_path, quiet=True)
     assert run(other, out=tmp_path, quiet=True, overwrite=True).config["train"]["lr"] == 0.2
+
+
+@pytest.mark.parametrize("left", [
+    {".INCOMPLETE.k1wq_8zx": "seeds: [0]"},                              # killed writing it
+    {"INCOMPLETE": "seeds: [0]\n", ".config.yaml.x8_z0q3m": "name: ti"},  # ... writing config
+    {"INCOMPLETE": "seeds: [0]\n", ".netsim.manifest.3jt0ab7c": "I"}])     # ... its manifest
+def test_run_killed_before_any_result_starts_afresh(tmp_path, left):
+    """A run killed inside one of its first writes leaves a temporary file and no config.yaml
+    yet: the same run (a sweep's relaunch) or another one starts afresh there."""
+    folder = tmp_path / "tiny"
+    for lr in (SMALL["train"]["lr"], 0.2):
+        folder.mkdir()
+        for name, text in left.items():
+            (folder / name).write_text(text)
+        (folder / ".netsim.manifest").write_text("INCOMPLETE\nconfig.yaml\n")
+        res = run(Scenario(SMALL).with_overrides({"train.lr": lr}), out=tmp_path, quiet=True)
+        assert not res.incomplete and res.config["train"]["lr"] == lr
+        assert not [p.name for p in folder.iterdir() if p.name.startswith((".INCOMPLETE.",
+                                                                            ".config.yaml."))]
+        shutil.rmtree(folder)
 
 
 def test_foreign_folder_is_never_cleared(tmp_path):

@@ -73,5 +73,6 @@ def test_killed_parent_leaves_no_worker_and_relaunch_completes(tmp_path):
     root = run_sweep(sweep, out=out, log=lines.append)
     assert lines[0].startswith(f"sweep k: took over the lock of {out / 'k'} left by pid {proc.pid} ")
     assert " already done, " in lines[1] and not lines[1].split(", ")[1].startswith("0 ")
-    assert (pd.read_csv(root / "index.csv")["status"] == "done").all()
+    index = pd.read_csv(root / "index.csv")
+    assert (index["status"] == "done").all(), index["error"].tolist()
     assert len(pd.read_csv(root / "table.csv")) == 6

@@ -158,11 +158,12 @@ def claim_folder(folder: Path, config: dict, seeds: list[int], overwrite: bool,
     """Clear netsim's own entries ``own`` of ``folder`` (:func:`own_entries`) for this run.
 
     The entries of a run of the same config (up to :data:`NOT_IDENTITY`) and seeds, or of a run
-    that stopped before any result, are removed: the run starts afresh and gives the same
-    numbers. Another run's are refused unless ``overwrite`` (then removed). Files netsim did not
-    write are kept.
+    that stopped before any result (at most its config.yaml, its INCOMPLETE marker and the
+    temporary files of writes a kill interrupted), are removed: the run starts afresh and gives
+    the same numbers. Another run's are refused unless ``overwrite`` (then removed). Files
+    netsim did not write are kept.
     """
-    nothing = set(own) <= {"config.yaml", INCOMPLETE}
+    nothing = {rel for rel in own if not manifest.temporary(rel)} <= {"config.yaml", INCOMPLETE}
     if not (overwrite or nothing) and _previous_run(folder) != _identity(config, seeds):
         raise ConfigError("results folder", str(folder), "an empty folder or one holding this "
                           "same run (config and seeds)", "it holds another run's results: add "
