@@ -171,7 +171,7 @@ class AsyncAlgorithm(Algorithm):
         x, y = self.batches.batch(clients, steps)
         idx = torch.as_tensor(clients, device=self.device)
         _, g = self.bank.grad(x, y, clients=idx, flat=rows(idx))
-        self.grads[idx] = g
+        self.grads.index_copy_(0, idx, g)
 
     # ------------------------------------------------------------------ what the results see
     def merged(self, client: int, t: float, sent_at: float | np.ndarray) -> None:
@@ -287,19 +287,18 @@ class AsyncAlgorithm(Algorithm):
     def run_windows(self, emit: Callable[..., None], first: int = 0) -> None:
         """The run loop of an event-driven run: windows until ``until`` or :meth:`done` (with
         ``steps`` also when no event is left: clients waiting for ever), with the run loop's
-        hooks (``emit(hook, *args)``; netsim.running.loop). No hook writes a
-        mid-run checkpoint (``on_round_end`` is not called), so ``first`` is 0."""
-        if first:
-            raise ValueError(f"an event-driven run cannot start at window {first}: it has no "
-                             "mid-run checkpoints")
+        hooks (``emit(hook, *args)``; netsim.running.loop); ``first`` > 0: resumed from a
+        checkpoint taken after that many windows (its state already loaded)."""
         emit("on_start")
-        emit("on_eval", 0)
-        t, until = 0, self.sched["until"]
+        if first == 0:
+            emit("on_eval", 0)
+        t, until = first, self.sched["until"]
         while not self.done() and (self.net.now < until if until is not None
                                    else len(self.net.queue)):    # nothing left to happen
             emit("on_report", self.play(t))
             emit("on_step", self.net.end_round())
             emit("on_round", t)
             emit("on_eval", t + 1)
+            emit("on_round_end", t)
             t += 1
         emit("on_end")

@@ -110,17 +110,18 @@ class AsyncPush(AsyncAlgorithm):
         new, used = (selection(rows, np.concatenate([p[j] for p in payloads]), shape)
                      for j in (2, 3))
         idx = torch.as_tensor([p[0] for p in payloads], dtype=torch.long, device=self.device)
-        self.mass.index_add_(0, idx, torch.sparse.mm(inbox_mass(new, used), self.snaps.rows))
+        self.mass.index_add_(0, idx, self.snaps.combine(inbox_mass(new, used)))
         self.compute_grads([p[:2] for p in payloads],
-                           lambda idx: self.debiased(self.mass[idx]))
+                           lambda idx: self.debiased(self.mass.index_select(0, idx)))
 
     def finish_step(self, i: int, t: float) -> None:
         self.push(i, t)
         self.wake_at(i, t)
 
-    def push(self, i: int, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def push(self, i: int, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """Client i takes its step and pushes its shares along its out-edges; returns the
-        out-edges, each message's outcome and id (:meth:`AsyncNetwork.send`)."""
+        out-edges, each message's outcome and id (:meth:`AsyncNetwork.send`) and the snapshot
+        row the messages in flight carry (-1: none is)."""
         out = self.net.out_edges(i)
         sid = self.snaps.take()
         outcome, ids = self.net.send(t, i, out, self.model_bytes, data=sid)
@@ -133,20 +134,20 @@ class AsyncPush(AsyncAlgorithm):
         writes = [("y", i), ("phi", i)] + ([("s", sid)] if sid >= 0 else [])
         self.act("push", (i, sid, len(out)), reads=[("g", i), ("y", i), ("phi", i)],
                  writes=writes)
-        return out, outcome, ids
+        return out, outcome, ids, sid
 
     def act_push(self, payloads: list[tuple[int, int, int]]) -> None:
         i, sid, degree = (np.asarray(c) for c in zip(*payloads))
         idx = torch.as_tensor(i, device=self.device)
-        y = self.mass[idx]
-        y[:, :-1] -= self.train.lr * self.grads[idx]
-        share = y / torch.as_tensor(1.0 + degree, dtype=y.dtype, device=self.device)[:, None]
-        self.phi[idx] += share
-        self.mass[idx] = share
-        keep = sid >= 0
-        if keep.any():
-            self.snaps.rows[torch.as_tensor(sid[keep], device=self.device)] = \
-                self.phi[idx[torch.as_tensor(keep, device=self.device)]]
+        share = self.mass.index_select(0, idx)                  # y, then its share
+        share[:, :-1] -= self.grads.index_select(0, idx).mul_(self.train.lr)
+        share /= torch.as_tensor(1.0 + degree, dtype=share.dtype, device=self.device)[:, None]
+        self.phi.index_add_(0, idx, share)
+        self.mass.index_copy_(0, idx, share)
+        keep = np.flatnonzero(sid >= 0)
+        if keep.size:
+            self.snaps.rows.index_copy_(0, torch.as_tensor(sid[keep], device=self.device),
+                                        self.phi.index_select(0, idx[torch.as_tensor(keep)]))
 
     def on_mail(self, mail) -> None:
         """What arrived on each in-edge: the newest running sum (largest message id) replaces

@@ -43,10 +43,14 @@ class RoundBarrier:
         self.gone: list[list[int]] = [[] for _ in range(n)]   # per receiver: rounds the
         # in-neighbours that are down for good sent last
 
-    def need(self, i: int, r: int) -> int:
-        """In-neighbours whose round-r message i waits for (those down for good before round
-        r are excused)."""
-        return int(self.in_degree[i]) - sum(last < r for last in self.gone[i])
+    def _need(self, due: np.ndarray, r: int) -> np.ndarray:
+        """In-neighbours whose round-r message each of ``due`` waits for (those down for good
+        before round r are excused)."""
+        need = self.in_degree[due].copy()
+        for k, i in enumerate(due.tolist()):
+            if self.gone[i]:
+                need[k] -= sum(last < r for last in self.gone[i])
+        return need
 
     def _of(self, r: int) -> tuple[np.ndarray, np.ndarray]:
         """Round r's arrays (created on first use)."""
@@ -55,14 +59,17 @@ class RoundBarrier:
             self.heard[r], self.latest[r] = np.zeros(n, np.int64), np.zeros(n)
         return self.heard[r], self.latest[r]
 
-    def _ready(self, i: int, now: float) -> list[tuple[int, float]]:
-        """``[(i, when it is released)]`` if nothing holds i any longer, else []."""
-        r = int(self.round[i])
+    def _ready(self, due: np.ndarray, now: float) -> list[tuple[int, float]]:
+        """``[(i, when it is released)]`` for each of ``due`` (distinct, waiting in one round)
+        that nothing holds any longer."""
+        if not due.size:
+            return []
+        r = int(self.round[due[0]])
         heard, latest = self._of(r)
-        if self.waiting[i] and heard[i] >= self.need(i, r):
-            self.waiting[i] = False
-            return [(i, max(float(latest[i]), float(self.sent_at[i]), now))]
-        return []
+        free = due[heard[due] >= self._need(due, r)]
+        self.waiting[free] = False
+        when = np.maximum(np.maximum(latest[free], self.sent_at[free]), now)
+        return list(zip(free.tolist(), when.tolist()))
 
     def sent(self, i: int, r: int, now: float) -> list[tuple[int, float]]:
         """Client i sent its round r at ``now``: i with its release time if nothing holds it.
@@ -71,7 +78,7 @@ class RoundBarrier:
         low = int(self.round[self.active].min(initial=r))
         for old in [q for q in self.heard if q < low]:
             del self.heard[old], self.latest[old]
-        return self._ready(i, now)
+        return self._ready(np.array([i]), now)
 
     def resolve(self, receivers: np.ndarray, r: int, when: np.ndarray,
                 now: float) -> list[tuple[int, float]]:
@@ -80,8 +87,7 @@ class RoundBarrier:
         heard, latest = self._of(r)
         heard[receivers] += 1
         latest[receivers] = np.maximum(latest[receivers], when)
-        due = receivers[(self.round[receivers] == r) & self.waiting[receivers]]
-        return [got for i in due.tolist() for got in self._ready(i, now)]
+        return self._ready(receivers[(self.round[receivers] == r) & self.waiting[receivers]], now)
 
     def down_for_good(self, j: int, receivers: np.ndarray, now: float
                       ) -> list[tuple[int, float]]:
@@ -92,7 +98,8 @@ class RoundBarrier:
         out = []
         for i in receivers.tolist():
             self.gone[i].append(last)
-            out += self._ready(i, now)
+            if self.waiting[i]:
+                out += self._ready(np.array([i]), now)
         return out
 
 
@@ -117,17 +124,22 @@ class SynchronousRounds:
 
     def init_rounds(self) -> None:
         self.barrier = RoundBarrier(np.diff(self.net.edges.in_ptr))
-        self.msg_round: dict[int, int] = {}     # message id in flight -> its sender's round
+        self.row_round = np.zeros(len(self.snaps.refs), np.int64)   # snapshot row -> the
+        # round whose messages carry it (while any is in flight or held)
         self.held: list[list[tuple[np.ndarray, Mail]]] = [[] for _ in range(self.n)]
 
     def round_sent(self, i: int, t: float, out: np.ndarray, outcome: np.ndarray,
-                   ids: np.ndarray) -> None:
-        """Client i sent its round (messages ``ids`` along ``out``): it waits, or starts the
-        next round when nothing is left to wait for."""
+                   row: int) -> None:
+        """Client i sent its round along ``out`` (``outcome``: each message's; those in flight
+        carry snapshot row ``row``): it waits, or starts the next round when nothing is left to
+        wait for."""
         r = int(self.steps_done[i]) - 1
         flying = outcome == IN_FLIGHT
-        for m in ids[flying].tolist():
-            self.msg_round[m] = r
+        if row >= 0:
+            if row >= len(self.row_round):                  # the snapshot table grew
+                grown = len(self.snaps.refs) - len(self.row_round)
+                self.row_round = np.concatenate([self.row_round, np.zeros(grown, np.int64)])
+            self.row_round[row] = r
         steps = self.sched["steps"]
         if steps is not None and self.steps_done[i] >= steps:
             self.wake_at(i, t)                  # its last round: nothing left to wait for
@@ -142,7 +154,7 @@ class SynchronousRounds:
     def on_message(self, t: float, msg, delivered: bool) -> None:
         """Without inboxes: a round message delivered (held for its round) or dropped (its
         snapshot row released) resolves now; the receiver may start its next round."""
-        q = self.msg_round.pop(msg.id)
+        q = int(self.row_round[msg.data])
         if delivered:
             self.held[msg.dst].append((np.array([q]), one(t, msg, delivered)))
         else:
@@ -152,7 +164,7 @@ class SynchronousRounds:
     def on_mail(self, mail: Mail) -> None:
         """With inboxes: the round messages collected at a wake (resolved when sent): the
         delivered ones are held for their rounds, the dropped ones' snapshot rows released."""
-        q = np.array([self.msg_round.pop(m) for m in mail.id.tolist()], np.int64)
+        q = self.row_round[mail.data]
         ok = mail.delivered
         self.snaps.release_many(mail.data[~ok])
         if ok.any():
@@ -161,10 +173,11 @@ class SynchronousRounds:
     def take_held(self, i: int, use) -> Mail | None:
         """The held messages of client i whose rounds ``use(rounds)`` selects (a mask), in the
         order they came (None when none is); those of rounds it has not reached stay held."""
-        if not self.held[i]:
+        held = self.held[i]
+        if not held:
             return None
-        q = np.concatenate([h[0] for h in self.held[i]])
-        mail = join([h[1] for h in self.held[i]])
+        q, mail = held[0] if len(held) == 1 else (np.concatenate([h[0] for h in held]),
+                                                  join([h[1] for h in held]))
         pick, later = use(q), q >= self.steps_done[i]
         self.snaps.release_many(mail.data[~pick & ~later])     # none: a past round's are used
         self.held[i] = [(q[later], select(mail, later))] if later.any() else []

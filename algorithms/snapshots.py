@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from netsim.runtime.mixing import sparse_rows_product
+
 
 class Snapshots:
     """``capacity`` rows of ``width`` values with reference counts; ``zero_row``: row 0 is all
@@ -32,6 +34,12 @@ class Snapshots:
             self.refs = np.concatenate([self.refs, np.zeros(old, np.int64)])
             self.free = list(range(2 * old - 1, old - 1, -1))
         return self.free.pop()
+
+    def combine(self, coeffs: torch.Tensor) -> torch.Tensor:
+        """``coeffs @ rows`` for sparse COO coefficients ``[m, len(rows)]``: each output row the
+        same sums in the same order however many rows share the call
+        (netsim.runtime.mixing.sparse_rows_product)."""
+        return sparse_rows_product(coeffs, self.rows)
 
     def hold(self, k: int, count: int = 1) -> None:
         self.refs[k] += count

@@ -82,7 +82,7 @@ class SyncDPSGD(SynchronousRounds, AsyncAlgorithm):
             mix = torch.sparse_coo_tensor(at, w, (len(step), len(self.snaps.rows)),
                                           check_invariants=False)   # valid by construction
             x[idx] = x[idx] * keep[:, None] - self.train.lr * self.grads[idx] + \
-                torch.sparse.mm(mix, self.snaps.rows)
+                self.snaps.combine(mix)
         self.compute_grads([p[:2] for p in payloads], lambda idx: x[idx])
 
     def finish_step(self, i: int, t: float) -> None:
@@ -96,7 +96,8 @@ class SyncDPSGD(SynchronousRounds, AsyncAlgorithm):
             self.act("snap", (i, sid), reads=[("x", i)], writes=[("s", sid)])
         else:
             self.snaps.untaken(sid)
-        self.round_sent(i, t, out, outcome, ids)
+            sid = -1
+        self.round_sent(i, t, out, outcome, sid)
 
     def act_snap(self, payloads: list[tuple[int, int]]) -> None:
         i, sid = (torch.as_tensor(c, device=self.device) for c in zip(*payloads))

@@ -41,4 +41,5 @@ class SyncSGP(SynchronousRounds, AsyncPush):
         super().start_step(i, t, k)
 
     def finish_step(self, i: int, t: float) -> None:
-        self.round_sent(i, t, *self.push(i, t))
+        out, outcome, _, row = self.push(i, t)
+        self.round_sent(i, t, out, outcome, row)

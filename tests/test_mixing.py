@@ -6,6 +6,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
+import torch
+
+from netsim.runtime import mixing
 from netsim.runtime.mixing import metropolis_weights, push_sum_weights, rows_normalise
 
 
@@ -58,3 +61,29 @@ def test_mix_takes_the_same_sums_on_every_path():
     assert torch.allclose(fast, torch.from_numpy(W).to_sparse_csr() @ X, rtol=0, atol=1e-14)
     assert torch.allclose(fast, torch.from_numpy(W) @ X, rtol=0, atol=1e-13)
     assert torch.equal(mix(W, X.float()), torch.from_numpy(W).float().to_sparse_csr() @ X.float())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_sparse_rows_product_in_blocks_is_one_product_bit_for_bit(monkeypatch, dtype):
+    """Column blocks (here 40 of a 1,000-wide table) give each output row the same sums in the
+    same order as one product, repeated and unsorted coefficients included; few non-zeros
+    (no more than the table's rows) take one product."""
+    g = torch.Generator().manual_seed(0)
+    rows = torch.randn(30, 1000, generator=g, dtype=dtype) * 1e3
+    at = torch.randint(0, 30, (2, 200), generator=g)
+    at[0] %= 12
+    coeffs = torch.sparse_coo_tensor(at, torch.randn(200, generator=g, dtype=dtype), (12, 30),
+                                     check_invariants=True)
+    whole = torch.sparse.mm(coeffs, rows)
+    monkeypatch.setattr(mixing, "BLOCK_BYTES", 30 * 40 * rows.element_size())
+    monkeypatch.setattr(mixing, "BLOCK_MIN_COLUMNS", 1)
+    calls = []
+    real = torch.sparse.mm
+    monkeypatch.setattr(torch.sparse, "mm", lambda a, b: calls.append(b.shape) or real(a, b))
+    assert torch.equal(mixing.sparse_rows_product(coeffs, rows), whole)
+    assert calls == [(30, 40)] * 25
+    calls.clear()
+    few = torch.sparse_coo_tensor(at[:, :30], torch.ones(30, dtype=dtype), (12, 30),
+                                  check_invariants=True)
+    assert torch.equal(mixing.sparse_rows_product(few, rows), real(few, rows))
+    assert calls == [(30, 1000)]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copyreg
 import io
+import math
 import pickle
 import time
 from typing import TYPE_CHECKING, Any, Callable
@@ -45,9 +46,10 @@ copyreg.pickle(torch.Generator, lambda g: (_generator, (str(g.device), g.get_sta
 
 
 def _rebuilt(alg) -> dict[str, Any]:
-    """The objects of ``alg`` that a resumed run builds anew from the config and seed."""
+    """The objects of ``alg`` that a resumed run builds anew from the config and seed, and
+    ``alg`` itself (its state refers to it: the bound methods an event-driven engine calls)."""
     return {"ctx": alg.ctx, "data": alg.data, "model": alg.ctx.model, "hp": alg.hp,
-            "train": alg.train}
+            "train": alg.train, "algorithm": alg}
 
 
 def dump_algorithm(alg) -> bytes:
@@ -75,9 +77,21 @@ def load_algorithm(alg, blob: bytes) -> None:
     alg.__dict__.update(Unpickler(io.BytesIO(blob)).load())
 
 
+def windows(schedule: dict) -> int | None:
+    """The rounds of a round schedule, or the windows (of ``eval_every`` simulated seconds) of
+    an event-driven one until ``until``; None for ``steps`` (the run ends when the clients have
+    done them)."""
+    if schedule.get("rounds") is not None:
+        return schedule["rounds"]
+    if schedule.get("until") is None:
+        return None
+    return max(1, math.ceil(schedule["until"] / schedule["eval_every"] - 1e-9))
+
+
 class Checkpointer(Callback):
-    """Writes the checkpoint every ``every`` rounds of a run (not after its last round: the run
-    then finishes and the runner writes one), skipping those due less than ``min_seconds`` of
+    """Writes the checkpoint every ``every`` rounds (or windows: event-driven runs) of a run (not
+    after its last round, where it is known: the run then finishes and the runner writes one),
+    skipping those due less than ``min_seconds`` of
     wall time after the run's start or its last checkpoint. ``state()`` gives the run-level part
     (rows, finished runs); ``current()`` the running algorithm's recorder state."""
 
@@ -89,7 +103,7 @@ class Checkpointer(Callback):
 
     def on_round_end(self, alg, t: int) -> None:
         done = t + 1
-        if (done % self.every == 0 and done < self.rounds
+        if (done % self.every == 0 and (self.rounds is None or done < self.rounds)
                 and time.monotonic() - self.last >= self.min_seconds):
             self.write({**self.state(), "current": {**self.current(), "round": done,
                                                     "algorithm": dump_algorithm(alg)}})
@@ -109,8 +123,8 @@ class RunCheckpoint:
         self.per_run: dict[str, dict[int, dict]] = resumed["per_run"]
         self.current: dict | None = resumed["current"]
         every = cfg["outputs"]["checkpoint_every"]
-        self.rounds = cfg["schedule"]["rounds"]
-        self.every = every or max(1, self.rounds // 4)
+        self.rounds = windows(cfg["schedule"])
+        self.every = every or max(1, (self.rounds or 0) // 4)
         self.min_seconds = CHECKPOINT_SECONDS if every is None else 0.0
 
     def state(self) -> dict:

@@ -46,10 +46,10 @@ OUTPUT_FIELDS = {
     "pdf": Field("bool", False, "also write PDF figures"),
     "trace": Field("bool", False, "record every network event to trace/<alg>_seed<k>.csv"),
     "progress": Field("bool", True, "show a progress bar"),
-    "checkpoint_every": Field("int", None, "write the run's checkpoint every k rounds of each "
-                              "(algorithm, seed) run, for netsim run --resume (null: every "
-                              "rounds // 4 rounds once 10 s of wall time have passed since the "
-                              "last one)", lo=1, nullable=True),
+    "checkpoint_every": Field("int", None, "write the run's checkpoint every k rounds (windows "
+                              "of an event-driven run) of each (algorithm, seed) run, for netsim "
+                              "run --resume (null: every rounds // 4 rounds once 10 s of wall "
+                              "time have passed since the last one)", lo=1, nullable=True),
     "keep_checkpoints": Field("bool", False, "keep checkpoint.pkl after the run finishes"),
     "targets": Field("list", [], "mean test accuracies over clients whose first simulated time "
                      "summary.json gives (time_to_accuracy; docs/async.md, \"Results\")",

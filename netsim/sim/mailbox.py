@@ -32,9 +32,16 @@ class Mail(NamedTuple):
     delivered: np.ndarray     # bool: the receiver was up at the delivery
 
 
+#: the fields of a :class:`Mail` with a value per message
+_ROWS = tuple(f for f in Mail._fields if f != "dst")
+
+
 def select(mail: Mail, rows: np.ndarray) -> Mail:
-    """The messages ``rows`` (a mask or indices) of ``mail``."""
-    return Mail(*(f if name == "dst" else f[rows] for name, f in zip(Mail._fields, mail)))
+    """The messages ``rows`` (a mask or indices) of ``mail`` (``mail`` itself where the mask
+    keeps every one)."""
+    if rows.dtype == bool and rows.all():
+        return mail
+    return mail._replace(**{name: getattr(mail, name)[rows] for name in _ROWS})
 
 
 def one(t: float, msg, delivered: bool) -> Mail:
@@ -46,9 +53,10 @@ def one(t: float, msg, delivered: bool) -> Mail:
 
 def join(mails: list[Mail]) -> Mail:
     """The messages of several mails to one receiver, in order."""
-    return Mail(*(mails[0].dst if name == "dst" else np.concatenate([getattr(m, name)
-                                                                       for m in mails])
-                  for name in Mail._fields))
+    if len(mails) == 1:
+        return mails[0]
+    return mails[0]._replace(**{name: np.concatenate([getattr(m, name) for m in mails])
+                                for name in _ROWS})
 
 
 class Mailbox:
