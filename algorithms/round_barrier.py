@@ -42,14 +42,14 @@ class RoundBarrier:
         self.latest: dict[int, np.ndarray] = {}        # round -> their latest time
         self.gone: list[list[int]] = [[] for _ in range(n)]   # per receiver: rounds the
         # in-neighbours that are down for good sent last
+        self.excusing = np.zeros(n, bool)              # gone[i] is not empty
 
     def _need(self, due: np.ndarray, r: int) -> np.ndarray:
         """In-neighbours whose round-r message each of ``due`` waits for (those down for good
         before round r are excused)."""
         need = self.in_degree[due].copy()
-        for k, i in enumerate(due.tolist()):
-            if self.gone[i]:
-                need[k] -= sum(last < r for last in self.gone[i])
+        for k in np.flatnonzero(self.excusing[due]).tolist():
+            need[k] -= sum(last < r for last in self.gone[int(due[k])])
         return need
 
     def _of(self, r: int) -> tuple[np.ndarray, np.ndarray]:
@@ -96,6 +96,7 @@ class RoundBarrier:
         last = int(self.round[j])
         self.active[j] = False
         out = []
+        self.excusing[receivers] = True
         for i in receivers.tolist():
             self.gone[i].append(last)
             if self.waiting[i]:

@@ -213,3 +213,21 @@ def test_fedavg_waits_for_the_slowest_upload():
             last.append(max(uploads)[1])
             uploads = []
     assert slow and sum(i in slow for i in last) >= len(last) - 1
+
+
+@pytest.mark.parametrize("downlink", sorted(DOWNLINKS))
+@pytest.mark.parametrize("algorithm", BOTH)
+def test_clients_down_for_good_are_not_waited_for(algorithm, downlink):
+    """A third of the clients crash for good at t = 0.2 s: on the complete graph every other
+    client waited for them, and goes on without them to the end (0.6 s)."""
+    alg = play(scenario({"network.failures": {"crash": {"share": 0.34, "at": 0.2}},
+                         **DOWNLINKS[downlink], "algorithms": [algorithm]}), 0)
+    crashed = alg.stopped
+    assert crashed.sum() == 2
+    last = defaultdict(float)
+    for t, c, kind, peer, m in alg.net.events.rows:
+        if kind == "finish":
+            last[c] = t
+    assert all(last[i] < 0.2 for i in np.flatnonzero(crashed))
+    assert all(last[i] > 0.55 for i in np.flatnonzero(~crashed))
+    assert alg.steps_done[~crashed].min() >= alg.steps_done[crashed].max() + 5
