@@ -5,6 +5,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from netsim.errors import ConfigError
 from netsim.runtime.mixing import push_sum_weights
 from netsim.scenario.config import _validate_network
 from netsim.util.rng import Streams
@@ -106,6 +107,20 @@ def test_compute_without_deadline_waits_for_the_slowest():
     sim = make_sim(10, {"compute": {"stragglers": {"share": 0.2, "slowdown": 4.0}}})
     res = sim.compute(2, 0.5)
     assert res.finished.all() and res.end == pytest.approx(4.0)
+
+
+def test_stragglers_listed_by_index_are_exactly_those():
+    sim = make_sim(10, {"compute": {"stragglers": {"clients": [7, 2], "slowdown": 4.0}}})
+    res = sim.compute(2, 0.5, deadline=1.5)
+    assert np.flatnonzero(~res.finished).tolist() == [2, 7]
+
+
+@pytest.mark.parametrize("stragglers, field", [
+    ({"clients": [3, 10]}, "clients"), ({"clients": [1, 1]}, "clients"),
+    ({"clients": [-1]}, "clients"), ({"clients": [2], "share": 0.1}, "share")])
+def test_bad_straggler_list_is_refused(stragglers, field):
+    with pytest.raises(ConfigError, match=rf"^network.compute.stragglers.{field}(\[0\])?: got"):
+        make_sim(10, {"compute": {"stragglers": stragglers}})
 
 
 def test_push_sum_reaches_exact_average_and_conserves_mass():

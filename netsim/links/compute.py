@@ -57,6 +57,9 @@ class StragglerParams(Params):
     """The ``network.compute.stragglers`` section."""
 
     share: float = param(0.0, "fraction of nodes slowed down (drawn once)", lo=0.0, hi=1.0)
+    clients: list[int] | None = param(None, "the stragglers by index, instead of a drawn share "
+                                      "(e.g. the clients holding some labels); null = drawn",
+                                      lo=0)
     slowdown: float = param(10.0, "time multiplier of a straggler", lo=1.0)
     jitter: Literal["none", "pareto", "lognormal"] = param(
         "none", "per-call multiplicative jitter for every node, mean 1")
@@ -72,7 +75,8 @@ class ComputeParams(Params):
                                     "FLOPs", lo=0.0, lo_open=True)
     speed: Any = param("constant", "per-node speed: a name or {name: constant|uniform|lognormal|"
                                    "classes, low, high, sigma, classes}")
-    stragglers: dict | None = param(None, "{share, slowdown, jitter, alpha, sigma}; null = none")
+    stragglers: dict | None = param(None, "{share or clients, slowdown, jitter, alpha, sigma}; "
+                                    "null = none")
 
 
 def _check_speed(speed: dict, path: str) -> None:
@@ -93,8 +97,16 @@ def validate_compute(spec: Any, path: str, n: int) -> dict:
     out = check_section(path, spec, schema(ComputeParams))
     out["speed"] = SPEEDS.resolve(out["speed"], f"{path}.speed")
     _check_speed(out["speed"], f"{path}.speed")
-    out["stragglers"] = check_section(f"{path}.stragglers", out["stragglers"],
-                                      schema(StragglerParams))
+    out["stragglers"] = strag = check_section(f"{path}.stragglers", out["stragglers"],
+                                              schema(StragglerParams))
+    if strag["clients"] is not None:
+        if strag["share"]:
+            raise ConfigError(f"{path}.stragglers.share", strag["share"],
+                              "0 (or no share) where stragglers.clients lists the stragglers")
+        if max(strag["clients"], default=-1) >= n or len(set(strag["clients"])) < len(
+                strag["clients"]):
+            raise ConfigError(f"{path}.stragglers.clients", strag["clients"],
+                              f"distinct client indices 0..{n - 1}")
     return out
 
 
@@ -108,7 +120,10 @@ class ComputeModel:
         self.speed = SPEEDS.get(spec["speed"]["name"], "network.compute.speed").obj(n, rng, **speed)
         strag = spec["stragglers"]
         self.stragglers = np.zeros(n, bool)
-        self.stragglers[rng.choice(n, int(round(strag["share"] * n)), replace=False)] = True
+        if strag["clients"] is not None:
+            self.stragglers[strag["clients"]] = True
+        else:
+            self.stragglers[rng.choice(n, int(round(strag["share"] * n)), replace=False)] = True
         self.slowdown = np.where(self.stragglers, strag["slowdown"], 1.0)
         self.jitter, self.alpha, self.sigma = strag["jitter"], strag["alpha"], strag["sigma"]
 
