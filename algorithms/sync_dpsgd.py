@@ -81,9 +81,10 @@ class SyncDPSGD(SynchronousRounds, AsyncAlgorithm):
             w = torch.as_tensor(np.concatenate([p[4] for p in step]), dtype=x.dtype, device=dev)
             mix = torch.sparse_coo_tensor(at, w, (len(step), len(self.snaps.rows)),
                                           check_invariants=False)   # valid by construction
-            x[idx] = x[idx] * keep[:, None] - self.train.lr * self.grads[idx] + \
-                self.snaps.combine(mix)
-        self.compute_grads([p[:2] for p in payloads], lambda idx: x[idx])
+            new = x.index_select(0, idx).mul_(keep[:, None])
+            new -= self.grads.index_select(0, idx).mul_(self.train.lr)
+            x.index_copy_(0, idx, new.add_(self.snaps.combine(mix)))
+        self.compute_grads([p[:2] for p in payloads], lambda idx: x.index_select(0, idx))
 
     def finish_step(self, i: int, t: float) -> None:
         """Send ``x_i^r`` to the neighbours; wait for theirs."""
