@@ -157,7 +157,8 @@ class AsyncPush(AsyncAlgorithm):
         if ok.any():
             edge, mid, sid = mail.edge[ok], mail.id[ok], mail.data[ok]
             order = np.lexsort((mid, edge))                 # by edge, then id
-            top = order[np.r_[edge[order][1:] != edge[order][:-1], True]]   # last per edge
+            by_edge = edge[order]
+            top = order[np.append(by_edge[1:] != by_edge[:-1], True)]      # last per edge
             win = top[mid[top] > self.newest_id[edge[top]]]
             lose = np.ones(edge.size, bool)
             lose[win] = False

@@ -59,8 +59,9 @@ class Snapshots:
         list in increasing order."""
         if rows.size:
             np.subtract.at(self.refs, rows, 1)
-            rows = np.unique(rows)
-            self.free.extend(rows[self.refs[rows] == 0].tolist())
+            freed = rows[self.refs[rows] == 0]
+            if freed.size:
+                self.free.extend(np.unique(freed).tolist())
 
     def untaken(self, k: int) -> None:
         """Row k was taken but nothing refers to it: free at once."""
