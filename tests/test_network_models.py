@@ -260,6 +260,31 @@ def test_churn_share_and_permanent():
     assert f.alive_during(0.0, np.full(20, np.inf)).sum() == 14
 
 
+@pytest.mark.parametrize("recover", [2.0, 0.0])
+def test_one_node_answers_are_the_all_node_ones(recover):
+    """``up_throughout`` (one node over [t0, t1]) and ``alive_at`` (one node at many times) give
+    ``alive_during``'s and ``alive``'s answers, under crashes, scripted outages and churn."""
+    spec = {"crash": {"share": 0.2, "at": 6.0},
+            "scripted": [{"kind": "node", "nodes": [1, 2], "t0": 1.0, "t1": 3.0}],
+            "churn": {"crash_rate": 0.5, "recover_rate": recover, "share": 0.5}}
+    f, g = failures(spec, n=12), failures(spec, n=12)
+    rng = np.random.default_rng(0)
+    spans = np.sort(rng.uniform(0.0, 10.0, (40, 2)), axis=1).tolist() + [[4.0, np.inf]]
+    for t0, t1 in spans:
+        every = f.alive_during(t0, np.full(12, t1))
+        assert [g.up_throughout(i, t0, t1) for i in range(12)] == every.tolist()
+    times = np.linspace(0.0, 10.0, 41)
+    at = np.stack([f.alive(float(t)) for t in times], 1)
+    assert all((g.alive_at(i, times) == at[i]).all() for i in range(12))
+    assert not at.all() and at.any()
+    from netsim.sim.engine import _ReliableExtra        # a server, node 12, never fails
+    hub = _ReliableExtra(g, 13)
+    assert hub.alive_at(12, times).all() and hub.up_throughout(12, 0.0, np.inf)
+    assert (hub.alive_at(3, times) == at[3]).all()
+    assert [hub.up_throughout(i, 4.0, 9.0) for i in range(12)] == \
+        f.alive_during(4.0, np.full(12, 9.0)).tolist()
+
+
 def test_failure_validation_errors():
     bad = [({"scripted": [{"kind": "node", "nodes": [0]}, {"kind": "node", "nodes": [10]}]},
             r"network.failures.scripted\[1\].nodes"),

@@ -193,6 +193,13 @@ class Churn:
         hit = ((self.start <= t1[:, None]) & (self.end > t0)).any(axis=1)
         return np.where(finite, hit, np.isfinite(self.crash_mean))
 
+    def down_overlapping_one(self, i: int, t0: float, t1: float) -> bool:
+        """:meth:`down_overlapping` for node i alone (the same draws)."""
+        if not np.isfinite(t1):
+            return bool(np.isfinite(self.crash_mean[i]))
+        self.extend(float(t1))
+        return bool(((self.start[i] <= t1) & (self.end[i] > t0)).any())
+
     def events(self, t0: float, t1: float) -> list[tuple[float, str, int, int]]:
         """Churn crashes and recoveries in [t0, t1) (t1 finite)."""
         if not np.isfinite(t1):
@@ -246,6 +253,18 @@ class FailureModel:
         if self.churn is not None:
             alive &= ~self.churn.down_overlapping(t0, t1)
         return alive
+
+    def up_throughout(self, i: int, t0: float, t1: float) -> bool:
+        """Node i is up for the whole of [t0, t1] (:meth:`alive_during`'s answer for node i,
+        without the other nodes' work: an event-driven run asks per computation)."""
+        if self.always_up:
+            return True
+        if np.isfinite(self.crash_time[i]) and self.crash_time[i] <= t1:
+            return False
+        for nodes, a, b in self.node_items:
+            if a <= t1 and b > t0 and i in nodes:
+                return False
+        return self.churn is None or not self.churn.down_overlapping_one(i, t0, t1)
 
     def alive(self, t: float) -> np.ndarray:
         """bool[n]: node up at time t."""

@@ -134,8 +134,7 @@ class AsyncNetwork:
         """When client i's ``steps`` local steps started at ``t`` end, and whether it stays up
         throughout (else the work is lost)."""
         end = t + self.compute_model.duration(i, steps, step_time)
-        f = self.failures
-        return end, f.always_up or bool(f.alive_during(t, np.full(self.n, end))[i])
+        return end, self.failures.up_throughout(i, t, end)
 
     # ------------------------------------------------------------------ messages
     def send(self, t: float, src: int, edge: np.ndarray, nbytes: float,

@@ -194,6 +194,14 @@ class _ReliableExtra:
     def alive_during(self, t0: float, t1: np.ndarray) -> np.ndarray:
         return self._pad(self.inner.alive_during(t0, np.asarray(t1, float)[: self.k]))
 
+    def up_throughout(self, i: int, t0: float, t1: float) -> bool:
+        return i >= self.k or self.inner.up_throughout(i, t0, t1)
+
+    def alive_at(self, i: int, times: np.ndarray) -> np.ndarray:
+        if i >= self.k:
+            return np.ones(np.shape(times), bool)
+        return self.inner.alive_at(i, times)
+
     def edges_up(self, t: float, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         up = np.ones(np.shape(src), bool)
         inner = (src < self.k) & (dst < self.k)
