@@ -1,6 +1,4 @@
-"""``python -m netsim.cli ARGS``: the ``netsim`` command."""
-import sys
+"""``python -m netsim.cli ARGS``: the ``netsim`` command (in its own process: netsim.cli.entry)."""
+from netsim.cli import entry
 
-from netsim.cli import main
-
-sys.exit(main())
+entry()
