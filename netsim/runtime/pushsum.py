@@ -217,6 +217,7 @@ class PushSum:
         low = (w < RESCALE_BELOW).squeeze(1) & self.draining.to(w.device)
         if bool(low.any()):
             scale = torch.where(low[:, None], 1.0 / w, torch.ones_like(w))
-            out = [o * scale.to(o.dtype) for o in out]
+            for o in out:                       # new tensors (mix_entries): scaled in place
+                o.mul_(scale.to(o.dtype))
             self.rescaled += int(low.sum())
         return out
