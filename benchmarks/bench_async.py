@@ -6,7 +6,8 @@
 Four pairs, each on one workload: asynchronous gradient push against SGP, AD-PSGD against
 D-PSGD, and the same synchronous algorithm in both engines (``sync_sgp`` against ``sgp``,
 ``sync_dpsgd`` against ``dpsgd``: the event-driven engine's own cost, each client waiting for its
-round's messages instead of a global round).
+round's messages instead of a global round). SGP runs with its push-sum state in float64
+(``state_dtype: float64``), as asynchronous gradient push and ``sync_sgp`` keep theirs.
 
 - N = 100: bench_peer's workload (digits, 2 classes per client, MLP 64-128-10, batch 32, lr
   0.05; random directed Bernoulli(0.5) links of the complete graph, latency with jitter, 1%
@@ -67,7 +68,8 @@ def workload(n: int, alg: str, steps: int, event: bool) -> dict:
     schedule = ({"steps": steps, "eval_every": 1.0e9,
                  "links": {"name": "resample", "coherence": COHERENCE}} if event
                 else {"rounds": steps, "eval_every": steps})
-    return {**base, "name": f"bench_async_{n}", "clients": n, "algorithms": [alg],
+    spec = {"name": "sgp", "state_dtype": "float64"} if alg == "sgp" else alg   # as async_push's
+    return {**base, "name": f"bench_async_{n}", "clients": n, "algorithms": [spec],
             "schedule": schedule}
 
 

@@ -9,14 +9,16 @@ partition), MLP 64-128-10, 1 local SGD step of batch 32 per round, evaluation on
 - ``floor``: FedAvg with no network, written by hand: stacked parameters ``[N, ...]``, forward
   and backward with ``baddbmm``/``bmm``, in-place SGD, weighted average and broadcast.
 - ``floor_sgp``: SGP with no network, written by hand: the floor's step, then push-sum in the
-  Nedić form with the float64 state netsim keeps, over Bernoulli(0.5) directed links of the
-  complete graph, every message delivered (one dense ``[N, N] @ [N, d]`` float64 product per
-  round). SGP's rows also give their ratio to it: the cost of netsim around SGP's own maths.
+  Nedić form with the state netsim keeps by default (z float32, w float64), over Bernoulli(0.5)
+  directed links of the complete graph, every message delivered (one dense ``[N, N] @ [N, d]``
+  product per round). SGP's row also gives its ratio to it: the cost of netsim around SGP's own
+  maths; PDBO's per inner step (an inner step is an SGP step). ``floor_sgp64``: the same with
+  z in float64, for ``sgp_float64``.
 - ``loop``: the same FedAvg with one ``nn.Module`` and ``torch.optim.SGD`` per client.
 - netsim, with the full engine on: FedAvg on a star with stragglers (lognormal speeds, 10% of
   the clients 5x slower), a deadline and 1% loss; SGP and D-PSGD (and DPFL, CoBo, DiPLe, PDBO)
   on random directed Bernoulli(0.5) links of the complete graph with latency and 1% loss;
-  ``sgp_float32``: SGP with its push-sum state z in float32 (``state_dtype``).
+  ``sgp_float64``: SGP with its push-sum state z in float64 (``state_dtype``).
 
 The floor, the loop and netsim's FedAvg start from the same initial weights on the same client
 data. Every configuration runs once per repetition, interleaved, so that background load hits them
@@ -27,7 +29,8 @@ evaluations are not); ``engine``: the share of those rounds spent inside the eng
 ``rounds // 4`` rounds once 10 s of wall time have passed since the last one, so these runs of
 seconds write none mid-run; ``--checkpoint-every K`` sets ``outputs.checkpoint_every`` (a
 checkpoint every K rounds, however short the run) to show their cost. PDBO's round is
-``inner_steps`` SGP steps plus HGP: its ratio is also given per inner step. Peak memory
+``inner_steps`` SGP steps plus HGP: its ratio is also given per inner step against floor_sgp's
+round. Peak memory
 (``VmHWM``) is measured by running each configuration once more in its own process. Accuracy:
 mean test accuracy over clients at the end.
 """
@@ -72,11 +75,11 @@ RANDOM = {"topology": "complete", "links": {"name": "bernoulli", "p": 0.5}, "los
           "latency": {"base": 0.005, "jitter": {"name": "exponential", "scale": 0.002}}}
 PDBO_INNER = 10
 #: the configurations without netsim: the two floors and the per-client loop
-FLOORS = ("floor", "floor_sgp", "loop")
+FLOORS = ("floor", "floor_sgp", "floor_sgp64", "loop")
 NETSIM = {
     "fedavg": ("fedavg", STAR),
     "sgp": ("sgp", RANDOM),
-    "sgp_float32": ({"name": "sgp", "state_dtype": "float32"}, RANDOM),
+    "sgp_float64": ({"name": "sgp", "state_dtype": "float64"}, RANDOM),
     "dpsgd": ("dpsgd", RANDOM),
     "dpfl": ({"name": "dpfl", "budget": 0.1}, RANDOM),
     "cobo": ("cobo", RANDOM),
@@ -189,18 +192,19 @@ def run_floor(wl: Workload, rounds: int) -> tuple[float, float]:
     return per_round(ends), wl.accuracy(*params)
 
 
-def run_floor_sgp(wl: Workload, rounds: int) -> tuple[float, float]:
+def run_floor_sgp(wl: Workload, rounds: int, dtype: torch.dtype = torch.float32
+                  ) -> tuple[float, float]:
     """SGP by hand, no network: the floor's step, then push-sum in the Nedić form (netsim's
     default) over Bernoulli(0.5) directed links of the complete graph, every message delivered:
-    ``z <- P z + delta``, ``w <- P w``, ``x = z / w``, the state z in float64 as netsim keeps it,
-    one dense ``[N, N] @ [N, d]`` product (P column-stochastic, uniform over each sender's
-    realised out-links and itself)."""
+    ``z <- P z + delta``, ``w <- P w``, ``x = z / w``, the state z in ``dtype`` (netsim's
+    ``state_dtype``) and w in float64 as netsim keeps them, one dense ``[N, N] @ [N, d]`` product
+    (P column-stochastic, uniform over each sender's realised out-links and itself)."""
     flat = torch.cat([wl.init[k].flatten(1) for k in KEYS], 1)          # models x [N, d]
     delta = torch.empty_like(flat)
     sizes = [wl.init[k][0].numel() for k in KEYS]
     params = [v.view_as(wl.init[k]) for v, k in zip(flat.split(sizes, 1), KEYS)]
     steps = [v.view_as(wl.init[k]) for v, k in zip(delta.split(sizes, 1), KEYS)]
-    z, w = flat.double(), torch.ones(CLIENTS, 1, dtype=torch.float64)
+    z, w = flat.to(dtype), torch.ones(CLIENTS, 1, dtype=torch.float64)
     work = torch.empty_like(z)
     rng, gen, ends = np.random.default_rng(0), torch.Generator().manual_seed(0), []
     for _ in range(rounds):
@@ -211,9 +215,9 @@ def run_floor_sgp(wl: Workload, rounds: int) -> tuple[float, float]:
         share = 1.0 / (1.0 + up.sum(0))
         np.fill_diagonal(up, True)
         P = torch.from_numpy(up * share[None, :])
-        z, w = P @ z, P @ w
+        z, w = P.to(dtype) @ z, P @ w
         z.add_(work.copy_(delta))
-        flat.copy_(torch.div(z, w, out=work))
+        flat.copy_(torch.div(z, w.to(dtype), out=work))
         ends.append(time.perf_counter())
     return per_round(ends), wl.accuracy(*params)
 
@@ -252,6 +256,8 @@ def measure(name: str, rounds: int, wl: Workload | None,
         return (*run_floor(wl, rounds), float("nan"))
     if name == "floor_sgp":
         return (*run_floor_sgp(wl, rounds), float("nan"))
+    if name == "floor_sgp64":
+        return (*run_floor_sgp(wl, rounds, torch.float64), float("nan"))
     if name == "loop":
         return (*run_loop(wl, rounds), float("nan"))
     return run_netsim(name, rounds, checkpoint_every)
@@ -320,9 +326,10 @@ def main(argv: list[str] | None = None) -> None:
     for n in names:
         extra = ""
         if n == "pdbo_mtl":
-            extra = f"   per inner step: {med[n] / PDBO_INNER / med['floor']:.2f}x floor"
-        if n.startswith("sgp"):
-            extra = f"   {med[n] / med['floor_sgp']:.2f}x floor_sgp"
+            extra = f"   per inner step: {med[n] / PDBO_INNER / med['floor_sgp']:.2f}x floor_sgp"
+        if n in ("sgp", "sgp_float64"):
+            own = "floor_sgp" if n == "sgp" else "floor_sgp64"
+            extra = f"   {med[n] / med[own]:.2f}x {own}"
         print(f"{n:<10}{med[n]:>10.5f}{med[n] / med['floor']:>9.2f}{med[n] / med['loop']:>8.2f}"
               f"{engine[n]:>8.1%}{mem[n]:>9.0f}{acc[n]:>10.4f}{extra}")
 

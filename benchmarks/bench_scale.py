@@ -1,7 +1,7 @@
 """Time and memory of SGP against the number of clients, each size in a fresh process.
 
     python benchmarks/bench_scale.py [--sizes 100 300 1000 3000 10000] [--rounds 20]
-                                     [--threads 1] [--state-dtype float64|float32]
+                                     [--threads 1] [--state-dtype float32|float64]
                                      [--checkpoint-every K]
 
 Workload (issue 18's first scale case): SGP on a sparse random directed graph (Erdős–Rényi with
@@ -9,7 +9,7 @@ p = 5 / (N - 1), so the mean out-degree stays 5) with bench_peer's random direct
 (Bernoulli(0.5) per step, latency with jitter, 1% loss), an MLP 64-64-10 trained with batch 2,
 one local step per round, on a 10-class Gaussian mixture in 64 dimensions with 20 samples per
 client (iid), evaluated only at the end. ``--state-dtype``: SGP's push-sum state z (the
-``state_dtype`` option; default float64). ``--checkpoint-every K``: ``outputs.checkpoint_every``
+``state_dtype`` option; default float32, netsim's). ``--checkpoint-every K``: ``outputs.checkpoint_every``
 (default netsim's: every ``rounds // 4`` rounds once 10 s have passed since the last one, so
 only the runs longer than 10 s write one mid-run; K = the rounds: none).
 
@@ -39,7 +39,7 @@ from bench_peer import RANDOM, peak_rss_mb, per_round  # noqa: E402
 DEGREE, SAMPLES, BATCH = 5, 20, 2
 
 
-def scenario(n: int, rounds: int, state_dtype: str = "float64",
+def scenario(n: int, rounds: int, state_dtype: str = "float32",
              checkpoint_every: int | None = None) -> dict:
     """The workload on ``n`` clients."""
     return {
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000, 3000, 10000])
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--state-dtype", default="float64", choices=("float64", "float32"))
+    ap.add_argument("--state-dtype", default="float32", choices=("float32", "float64"))
     ap.add_argument("--checkpoint-every", type=int, default=None)
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

@@ -39,11 +39,11 @@ from netsim.schema.params import Params, param
 
 LossRecovery = Literal["running_sums", "none"]
 
-#: dtype of the push-sum weights w (always) and, by default (``state_dtype``), of the state z and
-#: the mass in flight. In float32 the rounding of each combination accumulates: after 2,000 lossy
-#: steps the total weight is off by ~1e-5 and the de-biased values by ~2e-5 of their scale;
-#: float64 keeps both below 1e-9.
-STATE_DTYPE = torch.float64
+#: dtype of the push-sum weights w and of their mass in flight, always. The state z and its mass
+#: in flight are in ``state_dtype`` (float32, as the models, with running sums): in float32 the
+#: rounding of each combination accumulates (after 2,000 lossy steps the de-biased values are off
+#: by ~2e-5 of their scale, far below one SGD step), in float64 below 1e-9.
+WEIGHT_DTYPE = torch.float64
 
 #: A draining node's weight is rescaled to 1 (with its z) below this: far above float64's
 #: underflow, far below any weight a node that still receives mass has.
@@ -62,11 +62,13 @@ class PushSumParams(Params):
         0.5, "a local step enters x_i = z_i / w_i as delta_i / max(w_i, min_weight): caps the "
         "1/w_i amplification of the Nedic form at nodes with little mass (sparse or not strongly "
         "connected graphs); 0 = the exact form", lo=0.0, hi=1.0)
-    state_dtype: Literal["float64", "float32"] = param(
-        "float64", "dtype of the push-sum state z and of the mass in flight (the weights w stay "
-        "float64): float64 keeps sum z exact to ~1e-9 over thousands of lossy steps; float32 "
-        "halves the memory traffic of mixing (de-biased models off by ~2e-5 of their scale after "
-        "2,000 lossy steps, far below one SGD step)")
+    state_dtype: Literal["auto", "float32", "float64"] = param(
+        "auto", "dtype of the push-sum state z and of its mass in flight (the weights w and "
+        "theirs stay float64): float32, the models' dtype, de-biases to ~2e-5 of the models' "
+        "scale after 2,000 lossy steps (far below one SGD step); float64 keeps sum z exact to "
+        "~1e-9 at twice the mixing's memory traffic; auto: float32, but float64 with "
+        "loss_recovery none, where lost mass makes w and z decay geometrically and a float32 z "
+        "would underflow (below 1e-38) while w has not")
 
 
 @dataclass(frozen=True)
@@ -126,8 +128,10 @@ class PushSum:
     """
 
     def __init__(self, n: int, recovery: str = "running_sums", min_weight: float = 0.5,
-                 draining: np.ndarray | None = None, state_dtype: str = "float64", mass=None):
+                 draining: np.ndarray | None = None, state_dtype: str = "auto", mass=None):
         self.n, self.recovery, self.min_weight, self.mass = n, recovery, min_weight, mass
+        if state_dtype == "auto":                     # PushSumParams.state_dtype
+            state_dtype = "float64" if recovery == "none" else "float32"
         self.dtype = getattr(torch, state_dtype)
         self.draining = None if draining is None or not np.any(draining) else \
             torch.as_tensor(np.asarray(draining, bool))
@@ -142,8 +146,8 @@ class PushSum:
         return cls(n, hp.loss_recovery, hp.min_weight, draining, hp.state_dtype, mass)
 
     def fresh_weights(self, device: torch.device | str = "cpu") -> Tensor:
-        """Initial push-sum weights ``w = 1``, ``[N, 1]`` in :data:`STATE_DTYPE`."""
-        return torch.ones(self.n, 1, dtype=STATE_DTYPE, device=device)
+        """Initial push-sum weights ``w = 1``, ``[N, 1]`` in :data:`WEIGHT_DTYPE`."""
+        return torch.ones(self.n, 1, dtype=WEIGHT_DTYPE, device=device)
 
     @staticmethod
     def debias(z: Tensor, w: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
