@@ -238,7 +238,10 @@ class Network:
         """Round ``t``'s report: what the algorithm ``said`` (its ``round``'s return, if any)
         with whether a phase played and the links its logged exchanges delivered (their union)
         since the last report, which starts the next round's."""
-        links = np.unique(np.concatenate(self._links)) if self._links else None
+        if len(self._links) == 1:               # an exchange's keys: sorted and unique already
+            links = self._links[0]
+        else:
+            links = np.unique(np.concatenate(self._links)) if self._links else None
         out = replace(said or RoundReport(), round=t, played=self._played, links=links)
         self._played, self._links = False, []
         return out
