@@ -30,7 +30,10 @@ evaluations are not); ``engine``: the share of those rounds spent inside the eng
 seconds write none mid-run; ``--checkpoint-every K`` sets ``outputs.checkpoint_every`` (a
 checkpoint every K rounds, however short the run) to show their cost. PDBO's round is
 ``inner_steps`` SGP steps plus HGP: its ratio is also given per inner step against floor_sgp's
-round. Peak memory
+round. DPFL and DiPLe are many batched steps per round: their round is also given per GGC decision
+step (``algorithms.ggc._step``, one batched over the clients still deciding) and per bisection
+iteration (``bisect``'s, one batched over every pair of the round), counted during the timed
+rounds; no floor is defined for them. Peak memory
 (``VmHWM``) is measured by running each configuration once more in its own process. Accuracy:
 mean test accuracy over clients at the end.
 """
@@ -98,16 +101,48 @@ def scenario(name: str, rounds: int, checkpoint_every: int | None = None) -> dic
             "schedule": {"rounds": rounds, "eval_every": rounds}}
 
 
+#: batched steps counted so far: DPFL's GGC decisions (``algorithms.ggc._step``, one batched
+#: over the deciding clients) and DiPLe's bisection iterations (``bisect``'s, batched over every
+#: pair), the units of those algorithms' rows
+UNITS = {"dpfl": 0, "diple": 0}
+#: the unit's name in the printed table
+UNIT_NAMES = {"dpfl": "GGC decision step", "diple": "bisection iteration"}
+
+
+def count_units() -> None:
+    """Count :data:`UNITS` by wrapping the functions that take them (once per process)."""
+    import algorithms.diple_graph as diple_graph
+    import algorithms.ggc as ggc
+    from algorithms.diple_weights import bisection_iterations
+    if getattr(ggc._step, "counted", False):
+        return
+    step, bisect = ggc._step, diple_graph.bisect
+
+    def counted_step(*args, **kwargs):
+        UNITS["dpfl"] += 1
+        return step(*args, **kwargs)
+
+    def counted_bisect(phi, n, eps, search, device=None):
+        UNITS["diple"] += bisection_iterations(eps, search)
+        return bisect(phi, n, eps, search, device)
+
+    counted_step.counted = True
+    ggc._step, diple_graph.bisect = counted_step, counted_bisect
+
+
 class RoundClock(Callback):
-    """Times of the ends of rounds, and the engine's own time then (``Simulator.wall_time``)."""
+    """Times of the ends of rounds, the engine's own time then (``Simulator.wall_time``) and the
+    :data:`UNITS` counted by then."""
 
     def __init__(self):
         self.ends: list[float] = []
         self.engine: list[float] = []
+        self.units: list[dict[str, int]] = []
 
     def on_round(self, alg, t: int) -> None:
         self.ends.append(time.perf_counter())
         self.engine.append(alg.net.engine_wall_time)
+        self.units.append(dict(UNITS))
 
 
 def per_round(ends: list[float]) -> float:
@@ -115,15 +150,24 @@ def per_round(ends: list[float]) -> float:
     return (ends[-1] - ends[0]) / (len(ends) - 1)
 
 
+#: per netsim configuration of :data:`UNIT_NAMES`: its units per round in each repetition
+UNITS_PER_ROUND: dict[str, list[float]] = {}
+
+
 def run_netsim(name: str, rounds: int, checkpoint_every: int | None
                ) -> tuple[float, float, float]:
-    """Seconds per round, accuracy, and the engine's share of the rounds 2..R."""
+    """Seconds per round, accuracy, and the engine's share of the rounds 2..R (DPFL and DiPLe:
+    also their units per round, into :data:`UNITS_PER_ROUND`)."""
+    count_units()
     clock = RoundClock()
     with tempfile.TemporaryDirectory() as out:
         res = run(Scenario(scenario(name, rounds, checkpoint_every)), out=out, quiet=True,
                   threads=torch.get_num_threads(), callbacks=[clock])
         acc = res.summary["algorithms"][NETSIM[name][0] if isinstance(NETSIM[name][0], str)
                                         else NETSIM[name][0]["name"]]["mean_accuracy"]
+    if name in UNIT_NAMES:
+        units = [u[name] for u in clock.units]
+        UNITS_PER_ROUND.setdefault(name, []).append(per_round(units))
     return per_round(clock.ends), acc, per_round(clock.engine) / per_round(clock.ends)
 
 
@@ -330,6 +374,10 @@ def main(argv: list[str] | None = None) -> None:
         if n in ("sgp", "sgp_float64"):
             own = "floor_sgp" if n == "sgp" else "floor_sgp64"
             extra = f"   {med[n] / med[own]:.2f}x {own}"
+        if n in UNIT_NAMES:
+            units = statistics.median(UNITS_PER_ROUND[n])
+            extra = (f"   {med[n] / units * 1000:.2f} ms per {UNIT_NAMES[n]} ({units:.0f} per "
+                     "round)")
         print(f"{n:<10}{med[n]:>10.5f}{med[n] / med['floor']:>9.2f}{med[n] / med['loop']:>8.2f}"
               f"{engine[n]:>8.1%}{mem[n]:>9.0f}{acc[n]:>10.4f}{extra}")
 
