@@ -48,6 +48,8 @@ def shrink(raw: dict, root: Path) -> dict:
         raw["clients"], part["sizes"] = part["clusters"], [1] * part["clusters"]
     elif part["name"] != "label_permutation":
         raw["clients"] = min(raw["clients"], 6)
+    elif part.get("replicate"):                 # every client holds the whole stand-in
+        data["max_samples_per_client"] = 60
     part.update({k: 1 for k in ("min_size",) if k in part})
     part.update({k: 20 for k in ("samples_per_client",) if k in part})
     data["val_fraction"] = max(data.get("val_fraction", 0.0), 0.2)
