@@ -55,6 +55,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from floor_mlp import mlp_grads
 from netsim import Scenario, run
 from netsim.running.callbacks import Callback
 from netsim.running.loop import build_algorithm
@@ -209,18 +210,8 @@ KEYS = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
 
 def floor_grads(wl: Workload, gen: torch.Generator, w1: torch.Tensor, b1: torch.Tensor,
                 w2: torch.Tensor, b2: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Every client's gradients of ``w1, b1, w2, b2`` on a fresh batch, by hand: stacked forward
-    and backward with baddbmm/bmm."""
-    x, y = wl.batch(gen)
-    z1 = torch.baddbmm(b1[:, None], x, w1.transpose(1, 2))
-    a1 = torch.relu(z1)
-    z2 = torch.baddbmm(b2[:, None], a1, w2.transpose(1, 2))
-    dz2 = torch.softmax(z2, -1)
-    dz2.scatter_add_(-1, y[..., None], torch.full_like(y[..., None], -1, dtype=dz2.dtype))
-    dz2 /= BATCH
-    dz1 = torch.bmm(dz2, w2).mul_(z1 > 0)
-    return (torch.bmm(dz1.transpose(1, 2), x), dz1.sum(1), torch.bmm(dz2.transpose(1, 2), a1),
-            dz2.sum(1))
+    """Every client's gradients of ``w1, b1, w2, b2`` on a fresh batch, by hand (floor_mlp)."""
+    return mlp_grads(*wl.batch(gen), w1, b1, w2, b2)
 
 
 def run_floor(wl: Workload, rounds: int) -> tuple[float, float]:

@@ -61,6 +61,7 @@ def floor_script(out: Path, rounds: int, frozen: bool) -> None:
         gc.disable()
     import numpy as np
     import torch
+    from floor_mlp import mlp_grads
     if frozen:
         gc.freeze()
         gc.enable()
@@ -97,15 +98,7 @@ def floor_script(out: Path, rounds: int, frozen: bool) -> None:
     rows = torch.arange(n_clients)[:, None]
     for _ in range(rounds):
         idx = (torch.rand(n_clients, batch, generator=gen) * n[:, None]).long()
-        xb, yb = x[rows, idx], y[rows, idx]
-        z1 = torch.baddbmm(b1[:, None], xb, w1.transpose(1, 2))
-        a1 = torch.relu(z1)
-        dz2 = torch.softmax(torch.baddbmm(b2[:, None], a1, w2.transpose(1, 2)), -1)
-        dz2.scatter_add_(-1, yb[..., None], torch.full_like(yb[..., None], -1, dtype=dz2.dtype))
-        dz2 /= batch
-        dz1 = torch.bmm(dz2, w2).mul_(z1 > 0)
-        grads = (torch.bmm(dz1.transpose(1, 2), xb), dz1.sum(1),
-                 torch.bmm(dz2.transpose(1, 2), a1), dz2.sum(1))
+        grads = mlp_grads(x[rows, idx], y[rows, idx], w1, b1, w2, b2)
         for t, g in zip((w1, b1, w2, b2), grads):
             t.sub_(g, alpha=lr)
             t.copy_(torch.tensordot(share, t, dims=1).expand_as(t))

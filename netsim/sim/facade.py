@@ -238,10 +238,8 @@ class Network:
         """Round ``t``'s report: what the algorithm ``said`` (its ``round``'s return, if any)
         with whether a phase played and the links its logged exchanges delivered (their union)
         since the last report, which starts the next round's."""
-        if len(self._links) == 1:               # an exchange's keys: sorted and unique already
-            links = self._links[0]
-        else:
-            links = np.unique(np.concatenate(self._links)) if self._links else None
+        links = (None if not self._links else self._links[0] if len(self._links) == 1
+                 else np.unique(np.concatenate(self._links)))  # one exchange's: sorted, unique
         out = replace(said or RoundReport(), round=t, played=self._played, links=links)
         self._played, self._links = False, []
         return out
