@@ -56,6 +56,21 @@ def test_k_messages_into_one_downlink_queue():
     np.testing.assert_allclose(np.sort(ex.arrival_time[0, 1:]), np.arange(1, n) * s / b, atol=1e-12)
 
 
+
+def test_infinite_bandwidth_delivers_at_send_plus_propagation():
+    """Links that serve at once (no bandwidth given) skip the FIFO queues: each message arrives
+    exactly its propagation delay after the round starts, and the receivers stop at their last
+    arrival, as with a bandwidth so large that queueing adds nothing."""
+    n, net = 7, {"latency": {"base": 0.004, "jitter": {"name": "exponential", "scale": 0.002}}}
+    req = ~np.eye(n, dtype=bool)
+    instant, fast = make_sim(n, net), make_sim(n, {**net, "latency": {**net["latency"],
+                                                                      "bandwidth": 1.0e30}})
+    a, b = instant.exchange(req, 1000.0), fast.exchange(req, 1000.0)
+    np.testing.assert_allclose(a.arrival_time, b.arrival_time, rtol=1e-12, atol=0)
+    assert np.isfinite(a.arrival_time[req]).all() and instant.now == a.arrival_time[req].max()
+    assert instant.now == pytest.approx(fast.now, rel=1e-12)
+
+
 def test_peer_budget_caps_in_degree_every_round():
     n = 12
     sim = make_sim(n, {"budget": {"peers_per_round": 2}, "links": {"name": "bernoulli", "p": 0.7}})

@@ -155,14 +155,18 @@ class PushSum:
         return (z / w).to(dtype)
 
     def debias_into(self, models: Tensor, z: Tensor, w: Tensor) -> Tensor:
-        """:meth:`debias` written into ``models`` through a work buffer (in z's dtype)."""
+        """:meth:`debias` written into ``models`` (in z's dtype: through a work buffer where it
+        is not the models')."""
+        if z.dtype == models.dtype:
+            return torch.div(z, w.to(z.dtype), out=models)
         return models.copy_(torch.div(z, w.to(z.dtype), out=self._scratch.like(z)))
 
     def add_step(self, z: Tensor, delta: Tensor, w: Tensor) -> Tensor:
         """``z += delta * step_scale(w)`` in place: a Nedić-form local step ``delta`` (in the
-        models' dtype, scaled in place) added in z's dtype through a work buffer."""
+        models' dtype, scaled in place) added in z's dtype (through a work buffer where it is
+        not the models')."""
         step = delta.mul_(self.step_scale(w, delta.dtype))
-        return z.add_(self._scratch.like(z).copy_(step))
+        return z.add_(step if step.dtype == z.dtype else self._scratch.like(z).copy_(step))
 
     def bias(self, x: Tensor, w: Tensor) -> Tensor:
         """The push-sum state ``z = x w`` of models ``x``, in ``state_dtype``."""

@@ -371,22 +371,28 @@ class Simulator:
         msg = e.send_order[sent[e.send_order]]
         dst, src = e.dst[msg], e.src[msg]
         b = size[msg]
-        depart = ready[src] + grouped_cumsum(b, src) / self.latency.uplink[src]
-        arrive_link = depart + self.latency.propagation(msg)
+        rate = self.latency
+        depart = (ready[src] if np.isinf(rate.uplink).all() else     # all serve at once
+                  ready[src] + grouped_cumsum(b, src) / rate.uplink[src])
+        arrive_link = depart + rate.propagation(msg)
         lost_msg = self.loss.lost(msg)
         # downlink FIFO at each receiver, in order of arrival at its downlink
         keep = ~lost_msg
-        rm, rd, ra, rb = msg[keep], dst[keep], arrive_link[keep], b[keep]
-        o = queue_order(rd, ra)
-        rm, rd, ra, rb = rm[o], rd[o], ra[o], rb[o]
-        finish = fifo_finish(ra, rb / self.latency.downlink[rd], rd)
+        rm, rd, ra = msg[keep], dst[keep], arrive_link[keep]
+        if np.isinf(rate.downlink).all():            # all serve at once: done at the arrival
+            finish, last = ra, np.full(n, -np.inf)
+            np.maximum.at(last, rd, ra)
+        else:
+            o = queue_order(rd, ra)
+            rm, rd, ra = rm[o], rd[o], ra[o]
+            finish = fifo_finish(ra, b[keep][o] / rate.downlink[rd], rd)
+            last = queue_last(finish, rd, n, -np.inf)
         arrival_time = np.full(len(e), np.nan)
         arrival_time[rm] = finish
         lost = np.zeros(len(e), bool)
         lost[msg[lost_msg]] = True
 
-        stop = self._receiver_stop(queue_last(finish, rd, n, -np.inf), lost, policy, now,
-                                   round_start)
+        stop = self._receiver_stop(last, lost, policy, now, round_start)
         self._run_until(float(np.max(stop, initial=now)) if policy.name != "async" else now)
         end = self.now
         delivered = arrival_time <= stop[e.dst]        # NaN (not sent, or lost) compares False
