@@ -22,7 +22,7 @@ BASE = {
     "schedule": {"until": 0.6, "eval_every": 0.2, "links": {"name": "resample",
                                                             "coherence": 0.05}},
     "algorithms": ["adpsgd", "async_push"],
-    "outputs": {"figures": False, "progress": False},
+    "outputs": {"figures": False, "progress": False, "trace": True},   # the tests read it
 }
 
 #: what each of the three comparison scenarios adds to BASE

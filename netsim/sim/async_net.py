@@ -72,8 +72,9 @@ class AsyncNetwork:
         self.window = window                      # accounting window (s): schedule.eval_every
         self._alive, self._alive_from, self._alive_until = np.ones(n, bool), 0.0, -1.0
         self.queue = EventQueue()
-        self.events = EventTrace()
-        self.trace = self.events if cfg["outputs"]["trace"] else None
+        #: the event trace, kept with ``outputs.trace`` only (:attr:`trace`: it, or None)
+        self.events = EventTrace(enabled=cfg["outputs"]["trace"])
+        self.trace = self.events if self.events.enabled else None
         self.now = 0.0
         self.uplink_free = np.zeros(n)
         self.downlink_free = np.zeros(n)
@@ -173,10 +174,12 @@ class AsyncNetwork:
             outcome[k[lost]] = LOST
             self.arrivals[k[~lost]] = arrive[~lost]
             t = float(t)
-            if k.size == 1:
-                self.events.add(t, src, "lost" if lost[0] else "send", dst[k[0]], ids[k[0]])
-            else:
-                self.events.add_block(t, src, np.where(lost, "lost", "send"), dst[k], ids[k])
+            if self.trace is not None:
+                if k.size == 1:
+                    self.events.add(t, src, "lost" if lost[0] else "send", dst[k[0]], ids[k[0]])
+                else:
+                    self.events.add_block(t, src, np.where(lost, "lost", "send"), dst[k],
+                                          ids[k])
             go = ~lost
             if self.inbox is not None:
                 self.inbox.put(dst[k][go], arrive=arrive[go], id=ids[k][go],
@@ -191,7 +194,7 @@ class AsyncNetwork:
             dropped = int(lost.sum())
         else:
             dropped = 0
-        if k.size < len(edge):
+        if k.size < len(edge) and self.trace is not None:
             quiet = np.flatnonzero(~sent)
             kind = np.where(over[quiet], "blocked", "link_down") if over is not None else \
                 np.full(quiet.size, "link_down")
@@ -254,7 +257,9 @@ class AsyncNetwork:
             self._latency_sum += float((times[ok] - sent[ok]).sum())
             age = int((times[ok] // window - sent[ok] // window).max())
             book["max_staleness"] = max(book["max_staleness"], age)
-        self.events.add_block(times, i, np.where(ok, "deliver", "dropped"), got["src"], got["id"])
+        if self.trace is not None:
+            self.events.add_block(times, i, np.where(ok, "deliver", "dropped"), got["src"],
+                                  got["id"])
         return Mail(times, got["id"], got["edge"], got["src"], i, sent, got["nbytes"],
                     got["data"], ok)
 

@@ -58,21 +58,27 @@ class EventQueue:
 class EventTrace:
     """``(time, client, kind, peer, message)`` rows of the events a run acted on, kept in the
     order they were added: single rows, or blocks of rows (column arrays, :meth:`add_block`)
-    that a vectorised step adds at once."""
+    that a vectorised step adds at once. ``enabled=False`` keeps none (a run without
+    ``outputs.trace``; asynchronous gradient push's 100 local steps on 1,000 clients record
+    about a million rows, 160-230 MB)."""
 
     COLUMNS = ("time", "client", "kind", "peer", "message")
 
-    def __init__(self):
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
         self._parts: list = []      # a row (tuple), or a _Block
         self._size = 0
 
     def add(self, time: float, client: int, kind: str, peer: int = -1, message: int = -1) -> None:
-        self._parts.append((float(time), int(client), kind, int(peer), int(message)))
-        self._size += 1
+        if self.enabled:
+            self._parts.append((float(time), int(client), kind, int(peer), int(message)))
+            self._size += 1
 
     def add_block(self, time, client, kind, peer, message) -> None:
         """Rows given by columns: numpy arrays of one length, or scalars repeated along them
         (at least one column an array)."""
+        if not self.enabled:
+            return
         block = _Block(time, client, kind, peer, message)
         if block.n:
             self._parts.append(block)
