@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from algorithms.base import Algorithm
+from netsim.runtime.scratch import Scratch
 from netsim.sim.facade import ExchangeResult
 
 
@@ -21,6 +22,7 @@ class Gossip(Algorithm):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.bank = self.new_bank()
+        self._work = Scratch()                  # the pre-step copy, then the displacements
 
     def requests(self, t: int) -> np.ndarray:
         """What every node sends this round: ``bool[E]`` over the base graph's edges
@@ -32,11 +34,11 @@ class Gossip(Algorithm):
 
     def step(self, t: int) -> tuple[ExchangeResult, torch.Tensor]:
         """Compute and exchange phases of round t; returns the exchange and each displacement
-        (written over the pre-step copy: one ``[N, d]`` temporary, not two)."""
+        (written over the pre-step copy, a work buffer kept for the next round)."""
         t0 = self.net.now
         comp = self.compute_phase(active=self.net.alive())
         done = comp.finished
-        before = self.bank.flat.clone()
+        before = self._work.like(self.bank.flat).copy_(self.bank.flat)
         self.local_sgd(self.bank, self.train.local_steps, clients=self.index(done, self.device))
         delta = torch.sub(self.bank.flat, before, out=before)
         req = self.requests(t)

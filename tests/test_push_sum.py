@@ -182,6 +182,9 @@ def test_the_divergence_check_finds_every_non_finite_row():
     x[1, 3], x[2, 0], x[3, 49], x[4, 7] = float("inf"), float("-inf"), float("nan"), 3e38
     assert torch.equal(finite_rows(x), torch.isfinite(x).all(1))
     assert finite_rows(torch.zeros(2, 0)).all()
+    huge = torch.full((3, 4), 3e38)                 # finite entries whose total overflows
+    assert not torch.isfinite(huge.sum()) and finite_rows(huge).all()
+    assert finite_rows(x[[0, 5]]).all()             # a finite total: every row at once
 
 
 def test_a_diverged_shared_model_names_its_first_client():

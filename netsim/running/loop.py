@@ -63,10 +63,12 @@ class HealthCheck(Callback):
 
 
 def finite_rows(x: torch.Tensor) -> torch.Tensor:
-    """``isfinite(x).all(1)`` for ``x: [N, k]`` from each row's extremes (a NaN reaches both, an
-    infinity one of them): two reductions without an ``[N, k]`` temporary, about 15x faster
-    than ``isfinite`` on CPU."""
-    if x.shape[1] == 0:
+    """``isfinite(x).all(1)`` for ``x: [N, k]``. A finite total means every entry is finite (a
+    NaN or an infinity makes it non-finite): one reduction; otherwise each row's extremes (a NaN
+    reaches both, an infinity one of them), two reductions without an ``[N, k]`` temporary,
+    about 15x faster than ``isfinite`` on CPU (the total overflows only with entries near the
+    dtype's largest value)."""
+    if x.shape[1] == 0 or bool(torch.isfinite(x.sum())):
         return torch.ones(x.shape[0], dtype=torch.bool, device=x.device)
     return torch.isfinite(x.amax(1)) & torch.isfinite(x.amin(1))
 

@@ -18,9 +18,11 @@ dense time / CSR time over three runs, float32 and float64): at N = 300 CSR is 1
 for densities 1-5 % and no faster from 10 % (0.5-1.3); at N = 1000 4-5x at 1 %, 1.0-1.5x at 5 %;
 at N = 100 the runs disagree (0.8-3.3, on 1-2 ms) and at N = 30 the two tie (0.6-1.4). Hence
 sparse from N = 300. A ``W`` that is already a torch sparse tensor (COO or CSR) is used as is.
-A numpy ``W`` mixing a float64 state on the CPU (push-sum's) goes through scipy's CSR product:
-the same sums in the same order as torch's CSR (bit-identical), 2.2-2.6x faster (torch 2.13's
-float64 CSR product on the CPU does not use MKL; measured at N = 300 and 1,000, d = 4,875).
+A numpy ``W`` mixing a float64 state of more than one column on the CPU (push-sum's z with
+``state_dtype: float64``) goes through scipy's CSR product: the same sums in the same order as
+torch's CSR (bit-identical), 2.2-2.6x faster (torch 2.13's float64 CSR product on the CPU does
+not use MKL; measured at N = 300 and 1,000, d = 4,875). A single column (push-sum's weights)
+stays with torch: a run with the float32 state then never imports scipy.sparse (76 ms).
 """
 from __future__ import annotations
 
@@ -36,32 +38,35 @@ SPARSE_MAX_DENSITY = 0.05
 Matrix = Tensor | np.ndarray
 
 
-def mix(W: Matrix, X: Tensor) -> Tensor:
-    """``W @ X`` for ``W: [N, N]`` (dense/sparse torch, or numpy) and ``X: [N, d]``."""
+def mix(W: Matrix, X: Tensor, out: Tensor | None = None) -> Tensor:
+    """``W @ X`` for ``W: [N, N]`` (dense/sparse torch, or numpy) and ``X: [N, d]``; ``out``:
+    a tensor the product is written to (not ``X``; the float64 scipy product makes its own)."""
     if isinstance(W, np.ndarray):
         if _sparse(W):
             key = np.flatnonzero(W)
-            return mix_entries(len(W), key, W.ravel()[key], X)
+            return mix_entries(len(W), key, W.ravel()[key], X, out)
         W = torch.from_numpy(W)
     W = W.to(device=X.device, dtype=X.dtype)
     if W.layout == torch.strided and _sparse(W):
         with warnings.catch_warnings():  # "sparse CSR support is in beta"
             warnings.simplefilter("ignore", UserWarning)
-            return W.to_sparse_csr() @ X
-    return W @ X
+            return torch.mm(W.to_sparse_csr(), X, out=out)
+    return torch.mm(W, X, out=out)
 
 
-def mix_entries(n: int, key: np.ndarray, value: np.ndarray, X: Tensor) -> Tensor:
+def mix_entries(n: int, key: np.ndarray, value: np.ndarray, X: Tensor,
+                out: Tensor | None = None) -> Tensor:
     """``W @ X`` for the ``W: [n, n]`` whose non-zero entries are ``value`` at the sorted flat
     receiver-major positions ``key`` (``i * n + j``): the same product as :func:`mix` of the
-    dense ``W`` (the same path and sums), without an ``n x n`` pass when it goes sparse."""
+    dense ``W`` (the same path and sums), without an ``n x n`` pass when it goes sparse;
+    ``out`` as :func:`mix`'s."""
     if n < SPARSE_MIN_N or key.size > SPARSE_MAX_DENSITY * n * n:
         W = np.zeros(n * n)
         W[key] = value
-        return mix(W.reshape(n, n), X)
+        return mix(W.reshape(n, n), X, out)
     rows, cols = np.divmod(key, n)
     indptr = np.searchsorted(rows, np.arange(n + 1))
-    if X.dtype == torch.float64 and X.device.type == "cpu":
+    if X.dtype == torch.float64 and X.device.type == "cpu" and X.shape[1] > 1:
         from scipy.sparse import csr_matrix
         return torch.from_numpy(csr_matrix((value, cols, indptr), shape=(n, n)) @ X.numpy())
     W = torch.sparse_csr_tensor(torch.as_tensor(indptr), torch.as_tensor(cols),
@@ -69,7 +74,7 @@ def mix_entries(n: int, key: np.ndarray, value: np.ndarray, X: Tensor) -> Tensor
                                 device=X.device, check_invariants=False)  # valid by construction
     with warnings.catch_warnings():  # "sparse CSR support is in beta"
         warnings.simplefilter("ignore", UserWarning)
-        return W @ X
+        return torch.mm(W, X, out=out)
 
 
 #: bytes of a table's rows one column block of :func:`sparse_rows_product` spans

@@ -94,12 +94,17 @@ def check_graph(reachable: np.ndarray) -> GraphCheck:
     """Strong components of the directed graph ``reachable[src, dst]`` (the base graph's edges
     that can ever be up) and the nodes whose push-sum weight decays to 0: every node outside
     a sink component, since all mass ends up in the components nothing leaves."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-
+    import networkx as nx                      # loaded by the topologies already (scipy's
+                                               # csgraph would cost 120 ms of imports)
     adj = np.asarray(reachable, bool) & ~np.eye(len(reachable), dtype=bool)
-    parts, label = connected_components(csr_matrix(adj), directed=True, connection="strong")
     src, dst = np.nonzero(adj)
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(len(adj)))
+    graph.add_edges_from(zip(src.tolist(), dst.tolist()))
+    label = np.empty(len(adj), np.int64)
+    parts = 0
+    for parts, members in enumerate(nx.strongly_connected_components(graph), 1):
+        label[list(members)] = parts - 1
     across = label[src] != label[dst]
     feeds = np.zeros(parts, bool)
     feeds[label[src[across]]] = True
@@ -138,6 +143,7 @@ class PushSum:
         self._last = (np.arange(n) * (n + 1), np.ones(n))      # the identity's entries
         self.rescaled = 0
         self._scratch = Scratch()
+        self._outputs: list[tuple[Scratch, Scratch]] = []   # per state: its outputs, in turn
 
     @classmethod
     def from_params(cls, n: int, hp: PushSumParams, draining: np.ndarray | None = None,
@@ -192,6 +198,14 @@ class PushSum:
         d[key] = value
         return d.reshape(self.n, self.n)
 
+    def _output(self, k: int, state: Tensor) -> Tensor:
+        """A buffer like ``state``, the ``k``-th state combined, that is not ``state`` (two per
+        state, in turn)."""
+        while len(self._outputs) <= k:
+            self._outputs.append((Scratch(), Scratch()))
+        first, second = (pair.like(state) for pair in self._outputs[k])
+        return first if first.data_ptr() != state.data_ptr() else second
+
     def step_uniform(self, states: list[Tensor], key: np.ndarray, src: np.ndarray,
                      up: np.ndarray, delivered: np.ndarray) -> list[Tensor]:
         """SGP's step (Assran et al. 2019, Alg. 1) over an exchange's edges (``key`` sorted,
@@ -206,14 +220,16 @@ class PushSum:
         diagonal): ``share`` is the part of its state the pair's sender j pushes to its receiver
         i (with ``own[j]``, the part j keeps, column-stochastic), ``pushed``: j pushed it this
         step (its realised out-link, whatever then happens to the message), ``delivered``: it
-        reached i in time. Returns the new states (new tensors: the caller may update them in
-        place); with running sums the weight state's rows are the last. No ``[N, N]`` array is
-        built when the mixing goes sparse."""
+        reached i in time. Returns the new states (the caller may update them in place; they
+        are written into one of two buffers per state in turn, never an input, so that a step
+        allocates no state-sized tensor: a state returned by the step before last is
+        overwritten); with running sums the weight state's rows are the last. No ``[N, N]``
+        array is built when the mixing goes sparse."""
         n = self.n
         entries = np.concatenate([key[delivered], np.arange(n) * (n + 1)])
         order = np.argsort(entries, kind="stable")
         self._last = (entries[order], np.concatenate([share[delivered], own])[order])
-        out = [mix_entries(n, *self._last, s) for s in states]
+        out = [mix_entries(n, *self._last, s, self._output(k, s)) for k, s in enumerate(states)]
         if self.recovery == "none":
             return out
         self.mass.deliver(out, key, delivered, n)
@@ -225,7 +241,7 @@ class PushSum:
         low = (w < RESCALE_BELOW).squeeze(1) & self.draining.to(w.device)
         if bool(low.any()):
             scale = torch.where(low[:, None], 1.0 / w, torch.ones_like(w))
-            for o in out:                       # new tensors (mix_entries): scaled in place
+            for o in out:                       # not the inputs (step_edges): scaled in place
                 o.mul_(scale.to(o.dtype))
             self.rescaled += int(low.sum())
         return out
