@@ -69,11 +69,11 @@ def mix_entries(n: int, key: np.ndarray, value: np.ndarray, X: Tensor,
     if X.dtype == torch.float64 and X.device.type == "cpu" and X.shape[1] > 1:
         from scipy.sparse import csr_matrix
         return torch.from_numpy(csr_matrix((value, cols, indptr), shape=(n, n)) @ X.numpy())
-    W = torch.sparse_csr_tensor(torch.as_tensor(indptr), torch.as_tensor(cols),
-                                torch.as_tensor(value, dtype=X.dtype), size=(n, n),
-                                device=X.device, check_invariants=False)  # valid by construction
     with warnings.catch_warnings():  # "sparse CSR support is in beta"
         warnings.simplefilter("ignore", UserWarning)
+        W = torch.sparse_csr_tensor(torch.as_tensor(indptr), torch.as_tensor(cols),
+                                    torch.as_tensor(value, dtype=X.dtype), size=(n, n),
+                                    device=X.device, check_invariants=False)  # valid as built
         return torch.mm(W, X, out=out)
 
 
