@@ -50,7 +50,7 @@ def mix(W: Matrix, X: Tensor, out: Tensor | None = None) -> Tensor:
     if W.layout == torch.strided and _sparse(W):
         with warnings.catch_warnings():  # "sparse CSR support is in beta"
             warnings.simplefilter("ignore", UserWarning)
-            return torch.mm(W.to_sparse_csr(), X, out=out)
+            return _csr_product(W.to_sparse_csr(), X, out)
     return torch.mm(W, X, out=out)
 
 
@@ -74,7 +74,13 @@ def mix_entries(n: int, key: np.ndarray, value: np.ndarray, X: Tensor,
         W = torch.sparse_csr_tensor(torch.as_tensor(indptr), torch.as_tensor(cols),
                                     torch.as_tensor(value, dtype=X.dtype), size=(n, n),
                                     device=X.device, check_invariants=False)  # valid as built
-        return torch.mm(W, X, out=out)
+        return _csr_product(W, X, out)
+
+
+def _csr_product(W: Tensor, X: Tensor, out: Tensor | None) -> Tensor:
+    """``W @ X`` for a CSR ``W``, into ``out`` if given: as ``addmm`` with ``beta = 0`` (the same
+    sums; torch 2.13's ``mm`` of a CSR matrix with ``out`` still allocates its result)."""
+    return W @ X if out is None else torch.addmm(out, W, X, beta=0, out=out)
 
 
 #: bytes of a table's rows one column block of :func:`sparse_rows_product` spans
