@@ -30,7 +30,9 @@ evaluations are not); ``engine``: the share of those rounds spent inside the eng
 seconds write none mid-run; ``--checkpoint-every K`` sets ``outputs.checkpoint_every`` (a
 checkpoint every K rounds, however short the run) to show their cost. PDBO's round is
 ``inner_steps`` SGP steps plus HGP: its ratio is also given per inner step against floor_sgp's
-round. DPFL and DiPLe are many batched steps per round: their round is also given per GGC decision
+round, the round divided by its inner steps and the inner steps alone (``solve_inner``, timed
+in place); ``pdbo_mtl`` has the default K = 3 learners (an inner step trains three MLPs),
+``pdbo_mtl_k1`` one (an inner step is an SGP step of floor_sgp's model). DPFL and DiPLe are many batched steps per round: their round is also given per GGC decision
 step (``algorithms.ggc._step``, one batched over the clients still deciding) and per bisection
 iteration (``bisect``'s, one batched over every pair of the round), counted during the timed
 rounds; no floor is defined for them. Peak memory
@@ -91,6 +93,9 @@ NETSIM = {
     "pdbo_mtl": ({"name": "pdbo_mtl", "inner_steps": PDBO_INNER, "decay_last": [3],
                   "neumann_steps": 5, "reinit": False, "fixed_batches": False}, RANDOM),
 }
+NETSIM["pdbo_mtl_k1"] = ({**NETSIM["pdbo_mtl"][0], "learners": 1}, RANDOM)
+#: the PDBO configurations (their rows give the ratio per inner step)
+PDBO = ("pdbo_mtl", "pdbo_mtl_k1")
 
 
 def scenario(name: str, rounds: int, checkpoint_every: int | None = None) -> dict:
@@ -106,6 +111,8 @@ def scenario(name: str, rounds: int, checkpoint_every: int | None = None) -> dic
 #: over the deciding clients) and DiPLe's bisection iterations (``bisect``'s, batched over every
 #: pair), the units of those algorithms' rows
 UNITS = {"dpfl": 0, "diple": 0}
+#: seconds spent in PDBO's inner solves (``InnerSGP.solve_inner``) so far
+INNER = {"seconds": 0.0}
 #: the unit's name in the printed table
 UNIT_NAMES = {"dpfl": "GGC decision step", "diple": "bisection iteration"}
 
@@ -115,9 +122,17 @@ def count_units() -> None:
     import algorithms.diple_graph as diple_graph
     import algorithms.ggc as ggc
     from algorithms.diple_weights import bisection_iterations
+    from algorithms.pdbo_inner import InnerSGP
     if getattr(ggc._step, "counted", False):
         return
-    step, bisect = ggc._step, diple_graph.bisect
+    step, bisect, solve = ggc._step, diple_graph.bisect, InnerSGP.solve_inner
+
+    def timed_solve(self):
+        start = time.perf_counter()
+        try:
+            return solve(self)
+        finally:
+            INNER["seconds"] += time.perf_counter() - start
 
     def counted_step(*args, **kwargs):
         UNITS["dpfl"] += 1
@@ -129,21 +144,24 @@ def count_units() -> None:
 
     counted_step.counted = True
     ggc._step, diple_graph.bisect = counted_step, counted_bisect
+    InnerSGP.solve_inner = timed_solve
 
 
 class RoundClock(Callback):
-    """Times of the ends of rounds, the engine's own time then (``Simulator.wall_time``) and the
-    :data:`UNITS` counted by then."""
+    """Times of the ends of rounds, the engine's own time then (``Simulator.wall_time``), the
+    :data:`UNITS` counted by then and the seconds of PDBO's inner solves (:data:`INNER`)."""
 
     def __init__(self):
         self.ends: list[float] = []
         self.engine: list[float] = []
         self.units: list[dict[str, int]] = []
+        self.inner: list[float] = []
 
     def on_round(self, alg, t: int) -> None:
         self.ends.append(time.perf_counter())
         self.engine.append(alg.net.engine_wall_time)
         self.units.append(dict(UNITS))
+        self.inner.append(INNER["seconds"])
 
 
 def per_round(ends: list[float]) -> float:
@@ -153,6 +171,8 @@ def per_round(ends: list[float]) -> float:
 
 #: per netsim configuration of :data:`UNIT_NAMES`: its units per round in each repetition
 UNITS_PER_ROUND: dict[str, list[float]] = {}
+#: per PDBO configuration: the seconds of its inner solve per round in each repetition
+INNER_PER_ROUND: dict[str, list[float]] = {}
 
 
 def run_netsim(name: str, rounds: int, checkpoint_every: int | None
@@ -169,6 +189,8 @@ def run_netsim(name: str, rounds: int, checkpoint_every: int | None
     if name in UNIT_NAMES:
         units = [u[name] for u in clock.units]
         UNITS_PER_ROUND.setdefault(name, []).append(per_round(units))
+    if name in PDBO:
+        INNER_PER_ROUND.setdefault(name, []).append(per_round(clock.inner))
     return per_round(clock.ends), acc, per_round(clock.engine) / per_round(clock.ends)
 
 
@@ -360,8 +382,10 @@ def main(argv: list[str] | None = None) -> None:
           f"{'accuracy':>10}")
     for n in names:
         extra = ""
-        if n == "pdbo_mtl":
-            extra = f"   per inner step: {med[n] / PDBO_INNER / med['floor_sgp']:.2f}x floor_sgp"
+        if n in PDBO:
+            inner = statistics.median(INNER_PER_ROUND[n]) / PDBO_INNER
+            extra = (f"   per inner step: {med[n] / PDBO_INNER / med['floor_sgp']:.2f}x floor_sgp"
+                     f" (the inner steps alone: {inner / med['floor_sgp']:.2f}x)")
         if n in ("sgp", "sgp_float64"):
             own = "floor_sgp" if n == "sgp" else "floor_sgp64"
             extra = f"   {med[n] / med[own]:.2f}x {own}"
