@@ -13,6 +13,7 @@ from netsim import Scenario, run
 from netsim.running.callbacks import Diverged
 from netsim.running.loop import HealthCheck, finite_rows
 from netsim.links.edges import Edges
+from netsim.runtime.mixing import push_sum_shares
 from netsim.runtime.pushsum import PushSum, check_graph
 from netsim.sim.store import InFlight
 from helpers import build, play
@@ -258,3 +259,24 @@ def test_step_scale_caps_the_amplification_of_a_local_step():
     moved = ps.step_scale(w, torch.float32)[:, 0] / w[:, 0].float()     # x moves by delta * this
     assert moved.tolist() == pytest.approx([2.0, 2.0, 0.5])
     assert PushSum(3, min_weight=0.0).step_scale(w, torch.float32).tolist() == [[1.0]] * 3
+
+
+def test_combinations_alternate_between_two_buffers_and_never_read_what_they_write():
+    """Each step writes its states into the buffer its input is not in (the step before last's
+    output): the same values as a fresh product of the dense column-stochastic matrix."""
+    n, rng = 5, np.random.default_rng(0)
+    e = Edges.from_matrix(~np.eye(n, dtype=bool))                  # complete
+    ps = PushSum(n, mass=InFlight())
+    z, w = torch.randn(n, 3, dtype=torch.float64), ps.fresh_weights()
+    seen = set()
+    for _ in range(4):
+        up = rng.random(len(e.key)) < 0.6
+        own = push_sum_shares(n, e.src[up])
+        P = np.eye(n) * own[None, :]
+        P[e.dst[up], e.src[up]] = own[e.src[up]]
+        expect = torch.from_numpy(P) @ z
+        new_z, new_w = ps.step_uniform([z, w], e.key, e.src, up, up)
+        assert new_z.data_ptr() != z.data_ptr() and torch.allclose(new_z, expect, atol=1e-12)
+        seen.add(new_z.data_ptr())
+        z, w = new_z, new_w
+    assert len(seen) == 2

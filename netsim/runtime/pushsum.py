@@ -199,12 +199,13 @@ class PushSum:
         return d.reshape(self.n, self.n)
 
     def _output(self, k: int, state: Tensor) -> Tensor:
-        """A buffer like ``state``, the ``k``-th state combined, that is not ``state`` (two per
-        state, in turn)."""
+        """A buffer like ``state``, the ``k``-th state combined, whose memory is not
+        ``state``'s (two per state, in turn)."""
         while len(self._outputs) <= k:
             self._outputs.append((Scratch(), Scratch()))
         first, second = (pair.like(state) for pair in self._outputs[k])
-        return first if first.data_ptr() != state.data_ptr() else second
+        mine = state.untyped_storage().data_ptr()
+        return first if first.untyped_storage().data_ptr() != mine else second
 
     def step_uniform(self, states: list[Tensor], key: np.ndarray, src: np.ndarray,
                      up: np.ndarray, delivered: np.ndarray) -> list[Tensor]:
