@@ -165,14 +165,20 @@ class AsyncNetwork:
         self._next_id += k.size
         outcome = np.where(sent, IN_FLIGHT, NOT_SENT)
         self.arrivals = np.full(len(edge), np.nan)
+        dropped = 0
         if k.size:
-            depart = max(t, self.uplink_free[src]) + nbytes * np.arange(1, k.size + 1) / \
-                self.latency.uplink[src]
-            self.uplink_free[src] = depart[-1]
+            start, rate = max(t, self.uplink_free[src]), self.latency.uplink[src]
+            # an uplink that serves at once: every message leaves at the start
+            depart = start if rate == np.inf else start + nbytes * np.arange(1, k.size + 1) / rate
+            self.uplink_free[src] = depart if rate == np.inf else depart[-1]
             arrive = depart + self.latency.propagation(edge[k])
             lost = self.loss.lost(edge[k])
-            outcome[k[lost]] = LOST
-            self.arrivals[k[~lost]] = arrive[~lost]
+            go, arrive_go = k, arrive                 # the messages on their way
+            if lost.any():
+                dropped = int(lost.sum())
+                outcome[k[lost]] = LOST
+                go, arrive_go = k[~lost], arrive[~lost]
+            self.arrivals[go] = arrive_go
             t = float(t)
             if self.trace is not None:
                 if k.size == 1:
@@ -180,20 +186,16 @@ class AsyncNetwork:
                 else:
                     self.events.add_block(t, src, np.where(lost, "lost", "send"), dst[k],
                                           ids[k])
-            go = ~lost
             if self.inbox is not None:
-                self.inbox.put(dst[k][go], arrive=arrive[go], id=ids[k][go],
-                               edge=edge[k][go], src=src, sent_at=t, nbytes=nbytes, data=data)
+                self.inbox.put(dst[go], arrive=arrive_go, id=ids[go], edge=edge[go], src=src,
+                               sent_at=t, nbytes=nbytes, data=data)
             else:
                 push, instant = self.queue.push, self._instant
-                for mid, ed, d, a in zip(ids[k][go].tolist(), edge[k][go].tolist(),
-                                         dst[k][go].tolist(), arrive[go].tolist()):
+                for mid, ed, d, a in zip(ids[go].tolist(), edge[go].tolist(),
+                                         dst[go].tolist(), arrive_go.tolist()):
                     # an infinite downlink serves at once: no queue to join
                     push(a, "deliver" if instant[d] else "arrive", d,
                          Message(mid, ed, src, d, t, nbytes, data))
-            dropped = int(lost.sum())
-        else:
-            dropped = 0
         if k.size < len(edge) and self.trace is not None:
             quiet = np.flatnonzero(~sent)
             kind = np.where(over[quiet], "blocked", "link_down") if over is not None else \
