@@ -79,7 +79,10 @@ class ServerAveraging(Algorithm):
         a = self.onehot * (self.weight * arrived)[None, :]
         total = a.sum(1, keepdim=True)
         has = total[:, 0] > 0
-        self.server_models[has] = (a[has] / total[has]) @ self.bank.flat
+        if bool(has.all()):                         # every group heard from: no masked copy
+            torch.mm(a / total, self.bank.flat, out=self.server_models)
+        else:
+            self.server_models[has] = (a[has] / total[has]) @ self.bank.flat
 
     def personal_models(self) -> torch.Tensor:
         return self.server_models.index_select(0, self.group_of)

@@ -261,6 +261,19 @@ def test_step_scale_caps_the_amplification_of_a_local_step():
     assert PushSum(3, min_weight=0.0).step_scale(w, torch.float32).tolist() == [[1.0]] * 3
 
 
+def test_add_step_scales_only_the_rows_below_min_weight():
+    """``z + delta * step_scale(w)``: exact with no weight below min_weight (the scale is 1
+    everywhere, so the product is skipped), and scaled row by row once one is."""
+    ps = PushSum(3, min_weight=0.5)
+    delta = torch.tensor([[1.0, -2.0], [3.0, 0.5], [-1.0, 4.0]])
+    z = torch.tensor([[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]])
+    high = torch.tensor([[0.5], [1.0], [2.0]], dtype=torch.float64)
+    assert torch.equal(ps.add_step(z.clone(), delta.clone(), high), z + delta)
+    low = torch.tensor([[0.25], [1.0], [2.0]], dtype=torch.float64)
+    scaled = torch.tensor([[0.5], [1.0], [1.0]])
+    assert torch.equal(ps.add_step(z.clone(), delta.clone(), low), z + delta * scaled)
+
+
 def test_combinations_alternate_between_two_buffers_and_never_read_what_they_write():
     """Each step writes its states into the buffer its input is not in (the step before last's
     output): the same values as a fresh product of the dense column-stochastic matrix."""

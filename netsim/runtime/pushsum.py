@@ -170,8 +170,10 @@ class PushSum:
     def add_step(self, z: Tensor, delta: Tensor, w: Tensor) -> Tensor:
         """``z += delta * step_scale(w)`` in place: a Nedić-form local step ``delta`` (in the
         models' dtype, scaled in place) added in z's dtype (through a work buffer where it is
-        not the models')."""
-        step = delta.mul_(self.step_scale(w, delta.dtype))
+        not the models'); a scale of 1 everywhere (no weight below ``min_weight``) skips the
+        product, which would leave ``delta`` as it is."""
+        scale = self.step_scale(w, delta.dtype)
+        step = delta if bool((scale == 1).all()) else delta.mul_(scale)
         return z.add_(step if step.dtype == z.dtype else self._scratch.like(z).copy_(step))
 
     def bias(self, x: Tensor, w: Tensor) -> Tensor:
@@ -212,7 +214,7 @@ class PushSum:
         """SGP's step (Assran et al. 2019, Alg. 1) over an exchange's edges (``key`` sorted,
         senders ``src``): each node splits its states uniformly over its realised out-links
         ``up`` and itself (:func:`push_sum_shares`); :meth:`step_edges` with ``delivered``."""
-        own = push_sum_shares(self.n, src[up])
+        own = push_sum_shares(self.n, src.compress(up))
         return self.step_edges(states, key, own[src], own, up, delivered)
 
     def step_edges(self, states: list[Tensor], key: np.ndarray, share: np.ndarray,
@@ -227,15 +229,16 @@ class PushSum:
         overwritten); with running sums the weight state's rows are the last. No ``[N, N]``
         array is built when the mixing goes sparse."""
         n = self.n
-        entries = np.concatenate([key[delivered], np.arange(n) * (n + 1)])
+        entries = np.concatenate([key.compress(delivered), np.arange(n) * (n + 1)])
         order = np.argsort(entries, kind="stable")
-        self._last = (entries[order], np.concatenate([share[delivered], own])[order])
+        self._last = (entries[order], np.concatenate([share.compress(delivered), own])[order])
         out = [mix_entries(n, *self._last, s, self._output(k, s)) for k, s in enumerate(states)]
         if self.recovery == "none":
             return out
         self.mass.deliver(out, key, delivered, n)
         lost = pushed & ~delivered
-        self.mass.hold(states, share[lost], key[lost], key[lost] % n)
+        lost_key = key.compress(lost)
+        self.mass.hold(states, share.compress(lost), lost_key, lost_key % n)
         if self.draining is None:
             return out
         w = out[-1]

@@ -368,7 +368,7 @@ class Simulator:
         sent = link_up & ~blocked
 
         # messages sorted by sender, each sender's queue in rotated destination order
-        msg = e.send_order[sent[e.send_order]]
+        msg = e.send_order.compress(sent[e.send_order])   # compress: a mask's fast gather
         dst, src = e.dst[msg], e.src[msg]
         b = size[msg]
         rate = self.latency
@@ -378,7 +378,7 @@ class Simulator:
         lost_msg = self.loss.lost(msg)
         # downlink FIFO at each receiver, in order of arrival at its downlink
         keep = ~lost_msg
-        rm, rd, ra = msg[keep], dst[keep], arrive_link[keep]
+        rm, rd, ra = msg.compress(keep), dst.compress(keep), arrive_link.compress(keep)
         if np.isinf(rate.downlink).all():            # all serve at once: done at the arrival
             finish, last = ra, np.full(n, -np.inf)
             np.maximum.at(last, rd, ra)
@@ -470,7 +470,8 @@ class Simulator:
         receivers' peers of this round and of the budget window."""
         self._window_peers |= accepted
         self._round_peers |= accepted
-        charged = np.bincount(self.edges.src[accepted], weights=size[accepted], minlength=self.n)
+        charged = np.bincount(self.edges.src.compress(accepted), weights=size.compress(accepted),
+                              minlength=self.n)
         self._window_bytes += charged
         self._round_bytes += charged
         self.total_bytes += charged
@@ -489,7 +490,7 @@ class Simulator:
         book.messages_delivered += count(delivered)
         book.messages_dropped += count(lost) + count(late)
         book.messages_blocked += count(blocked)
-        book.latency_sum += float(latency[delivered].sum())
+        book.latency_sum += float(latency.compress(delivered).sum())
         book.max_staleness = max(book.max_staleness, int(staleness.max(initial=0)))
 
     def end_round(self) -> dict:

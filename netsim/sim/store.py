@@ -119,8 +119,12 @@ class MessageStore:
         the messages were sent (a scalar: the same for all); ``rows``: the id of the rows they
         carry."""
         send, self.sends = self.sends, self.sends + 1
-        self.send[delivered], self.held[delivered] = send, rows
-        self.stamp[delivered] = self._stamp(clock, delivered)
+        np.putmask(self.send, delivered, send)             # = send[delivered] = send, faster
+        np.putmask(self.held, delivered, rows)
+        if np.ndim(clock):
+            self.stamp[delivered] = self._stamp(clock, delivered)
+        else:
+            np.putmask(self.stamp, delivered, clock)
         p = self.pending
         if late is not None:
             edge = np.flatnonzero(late)
@@ -198,26 +202,29 @@ class InFlight:
              src: np.ndarray) -> None:
         """Add the shares ``share * states[src]`` pushed on edges ``keys`` (sorted) this step to
         the mass held: rows of the pools stay where they are; an edge that starts holding takes
-        a free row, zeroed first."""
+        a free row, written with its share (no zeroing pass)."""
         old_keys, old_slots = self.keys, self.slots
-        merged = np.union1d(old_keys, keys)
-        known = np.isin(keys, old_keys, assume_unique=True)
-        fresh = self._take(int((~known).sum()), states)
-        slot_of = np.empty(keys.size, np.int64)
-        slot_of[known] = old_slots[np.searchsorted(old_keys, keys[known])]
+        if old_keys.size:                   # sorted keys: membership by binary search
+            at = np.minimum(np.searchsorted(old_keys, keys), old_keys.size - 1)
+            known, slot_of = old_keys[at] == keys, old_slots[at]   # fresh slots set below
+        else:
+            known, slot_of = np.zeros(keys.size, bool), np.empty(keys.size, np.int64)
+        fresh = self._take(keys.size - np.count_nonzero(known), states)
         slot_of[~known] = fresh
-        slots = np.empty(merged.size, np.int64)
-        slots[np.searchsorted(merged, old_keys)] = old_slots
-        slots[np.searchsorted(merged, keys)] = slot_of
+        merged = np.concatenate((old_keys, keys.compress(~known)))   # both sorted, disjoint
+        order = np.argsort(merged, kind="stable")
+        slots = np.concatenate((old_slots, fresh))[order]
+        merged = merged[order]
         if keys.size:
             dev = states[0].device
-            fresh_t = torch.as_tensor(fresh, device=dev)
-            to = torch.as_tensor(slot_of, device=dev)
             src_t = torch.as_tensor(src, device=dev)
             for p, s in zip(self.pool, states):
-                p.index_fill_(0, fresh_t, 0.0)
                 coef = torch.as_tensor(share, dtype=s.dtype, device=dev)[:, None]
-                p.index_add_(0, to, s.index_select(0, src_t).mul_(coef))
+                pushed = s.index_select(0, src_t).mul_(coef)
+                for mine, write in ((~known, p.index_copy_), (known, p.index_add_)):
+                    if mine.any():
+                        part = pushed if mine.all() else pushed[torch.as_tensor(mine, device=dev)]
+                        write(0, torch.as_tensor(slot_of[mine], device=dev), part)
         self.keys, self.slots = merged, slots
 
     def _take(self, count: int, states: list[Tensor]) -> np.ndarray:
