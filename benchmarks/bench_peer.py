@@ -215,8 +215,9 @@ class Workload:
         """One batch of BATCH samples per client, uniformly from its own training samples."""
         u = torch.rand(CLIENTS, BATCH, generator=gen)
         idx = (u * self.n[:, None].float()).long()
-        rows = torch.arange(CLIENTS)[:, None]
-        return self.x[rows, idx], self.y[rows, idx]
+        at = (torch.arange(CLIENTS)[:, None] * self.x.shape[1] + idx).view(-1)   # one row gather
+        return (self.x.flatten(0, 1).index_select(0, at).view(CLIENTS, BATCH, -1),
+                self.y.flatten(0, 1).index_select(0, at).view(CLIENTS, BATCH))
 
     def accuracy(self, w1, b1, w2, b2) -> float:
         """Mean over clients of the test accuracy of stacked weights."""

@@ -203,10 +203,14 @@ class ClientData:
         # float64 so that floor(u * n) < n for every n (float32 u * n can round up to n)
         u = torch.rand(len(rows), batch_size, generator=gen, device=self.device, dtype=torch.float64)
         pick = (u * self.n[split][rows, None]).long()
-        x = self.x[split][rows[:, None], pick]
+        x, y = self.x[split], self.y[split]
+        # one row gather of the flattened [N * max_n, ...] tensors (= x[rows[:, None], pick],
+        # about 4x faster than that advanced index on the CPU)
+        at = (rows[:, None] * x.shape[1] + pick).view(-1)
+        x, y = (t.flatten(0, 1).index_select(0, at).unflatten(0, pick.shape) for t in (x, y))
         if split == "train" and self.augment is not None:
             x = augment_images(x, gen, **self.augment)
-        return x, self.y[split][rows[:, None], pick]
+        return x, y
 
     def full(self, split: str, clients: torch.Tensor | None = None
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

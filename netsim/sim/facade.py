@@ -206,7 +206,7 @@ class Network:
                                 got.bytes_sent[: self.n], got.end,
                                 request=request if request.ndim == 2 else None, payload=payload)
         if logged:
-            self._links.append(ex.edges.key[ex.per_edge["delivered"]])
+            self._links.append(ex.edges.key.compress(ex.per_edge["delivered"]))
         return ex
 
     def broadcast(self, to: np.ndarray, nbytes, steps: int, step_time: float) -> Delivery:
