@@ -94,6 +94,26 @@ def test_subset_update_leaves_others_untouched(as_mask):
     torch.testing.assert_close(bank.flat, plain.flat, atol=0, rtol=0)
 
 
+@pytest.mark.parametrize("rows", [[2, 3, 4, 10, 11], [0, 5, 6, 7, 19]])
+def test_subset_step_by_slices_equals_the_indexed_step(rows, monkeypatch):
+    """A subset in few runs of consecutive rows steps slice by slice; with no runs allowed
+    (``MAX_RUNS = 0``) the same step goes through ``index_add_``: bit for bit the same bank."""
+    bank = _bank("mlp", (6,), n=20, same_init=False)
+    x, y = _batch((6,), n=20)
+    rows = torch.tensor(rows)
+    assert bank_module._runs(rows) is not None
+    by_slices, indexed = bank.copy(), bank.copy()
+    by_slices.sgd_step(x[rows], y[rows], SGD(lr=0.1), clients=rows)
+    monkeypatch.setattr(bank_module, "MAX_RUNS", 0)
+    assert bank_module._runs(rows) is None
+    indexed.sgd_step(x[rows], y[rows], SGD(lr=0.1), clients=rows)
+    assert torch.equal(by_slices.flat, indexed.flat)
+    assert not torch.equal(by_slices.flat[rows], bank.flat[rows])
+    others = torch.ones(20, dtype=torch.bool)
+    others[rows] = False
+    assert torch.equal(by_slices.flat[others], bank.flat[others])
+
+
 def _logreg_grad(bank, x, y):
     """Closed-form gradient of mean cross-entropy for the linear model, per client."""
     p = bank.params()
@@ -237,6 +257,20 @@ def test_init_copy_set_rows_and_checkpoint():
     assert torch.equal(restored.flat, diff.flat)
     with pytest.raises(ValueError):
         _bank("mlp", (5,)).load_state_dict(state)
+
+
+@pytest.mark.parametrize("rows", [[0, 1, 2, 5, 6, 9], [3], list(range(0, 20, 2)), [7, 2, 4],
+                                  [True, False] * 5 + [False] * 10])
+def test_set_rows_of_one_model_writes_exactly_the_listed_rows(rows):
+    """One model ``[d]`` into a few runs of rows (slice copies), many runs, an unordered list or
+    a mask (index_put): the listed rows get it, the others keep theirs."""
+    bank = _bank("mlp", (4,), n=20, same_init=False)
+    before, model = bank.flat.clone(), torch.arange(bank.d, dtype=torch.float32)
+    bank.set_rows(torch.tensor(rows), model)
+    listed = torch.zeros(20, dtype=torch.bool)
+    listed[torch.tensor(rows)] = True
+    assert torch.equal(bank.flat[listed], model.expand(int(listed.sum()), -1))
+    assert torch.equal(bank.flat[~listed], before[~listed])
 
 
 def test_devices_and_task_checks():

@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -197,7 +198,8 @@ class ClientBank:
         Models with batch normalisation also update the clients' running statistics.
 
         All clients (``clients`` None, all True, or 0..N-1) update the bank in place; a subset is
-        gathered and its step added back (``index_add_``). Without clipping, weight decay and
+        gathered and its step added back (``index_add_``, or slice by slice where its rows make
+        at most :data:`MAX_RUNS` runs of consecutive rows: the same values, and it threads). Without clipping, weight decay and
         Nesterov the direction and the step are built in autograd's gradients, parameter by
         parameter; otherwise the gradient goes into a work buffer kept between steps
         (:mod:`netsim.runtime.scratch`) and they are built in it. Both in place, the same values
@@ -219,6 +221,7 @@ class ClientBank:
                 g.mul_((clip / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0))
             pieces = [(g, slice(None))]
         anchor = None if prox is None else _select(prox[1], idx)
+        runs = None if idx is None else _runs(idx)   # index_add_ is serial: slices thread
         if isinstance(lr, Tensor):
             lr = lr.to(self.flat).view(-1, 1)
         for g, cols in pieces:
@@ -233,6 +236,11 @@ class ClientBank:
             step = torch.mul(direction, lr, out=g)
             if idx is None:
                 self.flat[:, cols].sub_(step)
+            elif runs is not None:                  # few runs of rows: in place, by slices
+                at = 0
+                for a, b in runs:
+                    self.flat[a:b, cols].sub_(step[at:at + b - a])
+                    at += b - a
             else:                                   # = index_copy_ of p - step, one pass less
                 self.flat[:, cols].index_add_(0, idx, step, alpha=-1)
         return loss
@@ -336,7 +344,13 @@ class ClientBank:
         """Overwrite the listed clients' parameters with ``values`` (``[M, d]`` or ``[d]``);
         their running statistics stay (local, see the module docstring)."""
         idx = self._index(clients)
-        self.flat[slice(None) if idx is None else idx] = values.to(self.flat)
+        values = values.to(self.flat)
+        runs = _runs(idx) if idx is not None and values.dim() == 1 else None
+        if runs is None:
+            self.flat[slice(None) if idx is None else idx] = values
+        else:           # one model to few runs of rows: slice copies, ~3x faster than index_put
+            for a, b in runs:
+                self.flat[a:b] = values
 
     def copy(self) -> ClientBank:
         """An independent bank with copies of the parameters and momentum buffers."""
@@ -383,6 +397,23 @@ def _select(rows: Tensor, idx: Tensor | None) -> Tensor:
     """``rows[idx]`` by ``index_select`` (several times faster than advanced indexing for wide
     rows on CPU); ``rows`` itself for ``idx`` None."""
     return rows if idx is None else rows.index_select(0, idx)
+
+
+#: most runs of consecutive rows :func:`_runs` gives
+MAX_RUNS = 8
+
+
+def _runs(idx: Tensor) -> list[tuple[int, int]] | None:
+    """Increasing row indices ``idx`` as runs of consecutive rows ``[(start, stop), ...]``, or
+    None when they are not increasing or make more than :data:`MAX_RUNS` runs."""
+    i = idx.cpu().numpy()
+    if i.size == 0:
+        return []
+    step = np.diff(i)
+    cut = np.flatnonzero(step != 1)
+    if cut.size >= MAX_RUNS or (step < 1).any():
+        return None
+    return list(zip(np.r_[i[0], i[cut + 1]].tolist(), np.r_[i[cut] + 1, i[-1] + 1].tolist()))
 
 
 def _views(rows: Tensor, slices: dict[str, tuple[int, int, tuple]]) -> Params:
