@@ -6,8 +6,9 @@
 Workload (issue 18): scikit-learn's digits, 100 clients holding 2 classes each (pathological
 partition), MLP 64-128-10, 1 local SGD step of batch 32 per round, evaluation only at the end.
 
-- ``floor``: FedAvg with no network, written by hand: stacked parameters ``[N, ...]``, forward
-  and backward with ``baddbmm``/``bmm``, in-place SGD, weighted average and broadcast.
+- ``floor``: FedAvg with no network, written by hand: stacked parameters ``[N, ...]``, every
+  client's batch in one row gather of the flattened data, forward and backward with
+  ``baddbmm``/``bmm``, in-place SGD, weighted average and broadcast.
 - ``floor_sgp``: SGP with no network, written by hand: the floor's step, then push-sum in the
   Nedić form with the state netsim keeps by default (z float32, w float64), over Bernoulli(0.5)
   directed links of the complete graph, every message delivered (one dense ``[N, N] @ [N, d]``
@@ -32,8 +33,8 @@ checkpoint every K rounds, however short the run) to show their cost. PDBO's rou
 ``inner_steps`` SGP steps plus HGP: its ratio is also given per inner step against floor_sgp's
 round, the round divided by its inner steps and the inner steps alone (``solve_inner``, timed
 in place); ``pdbo_mtl`` has the default K = 3 learners (an inner step trains three MLPs),
-``pdbo_mtl_k1`` one (an inner step is an SGP step of floor_sgp's model). DPFL and DiPLe are many batched steps per round: their round is also given per GGC decision
-step (``algorithms.ggc._step``, one batched over the clients still deciding) and per bisection
+``pdbo_mtl_k1`` one (an inner step is an SGP step of floor_sgp's model). DPFL and DiPLe are
+many batched steps per round: their round is also given per GGC decision step (``algorithms.ggc._step``, one batched over the clients still deciding) and per bisection
 iteration (``bisect``'s, one batched over every pair of the round), counted during the timed
 rounds; no floor is defined for them. Peak memory
 (``VmHWM``) is measured by running each configuration once more in its own process. Accuracy:

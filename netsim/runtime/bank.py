@@ -199,11 +199,11 @@ class ClientBank:
 
         All clients (``clients`` None, all True, or 0..N-1) update the bank in place; a subset is
         gathered and its step added back (``index_add_``, or slice by slice where its rows make
-        at most :data:`MAX_RUNS` runs of consecutive rows: the same values, and it threads). Without clipping, weight decay and
-        Nesterov the direction and the step are built in autograd's gradients, parameter by
-        parameter; otherwise the gradient goes into a work buffer kept between steps
-        (:mod:`netsim.runtime.scratch`) and they are built in it. Both in place, the same values
-        as out of place.
+        at most :data:`MAX_RUNS` runs of consecutive rows: the same values, and it threads).
+        Without clipping, weight decay and Nesterov the direction and the step are built in
+        autograd's gradients, parameter by parameter; otherwise the gradient goes into a work
+        buffer kept between steps (:mod:`netsim.runtime.scratch`) and they are built in it.
+        Both in place, the same values as out of place.
         """
         lr, momentum, weight_decay, clip = opt.lr, opt.momentum, opt.weight_decay, opt.clip
         idx = self._index(clients)
