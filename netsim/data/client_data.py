@@ -203,14 +203,19 @@ class ClientData:
         # float64 so that floor(u * n) < n for every n (float32 u * n can round up to n)
         u = torch.rand(len(rows), batch_size, generator=gen, device=self.device, dtype=torch.float64)
         pick = (u * self.n[split][rows, None]).long()
-        x, y = self.x[split], self.y[split]
-        # one row gather of the flattened [N * max_n, ...] tensors (= x[rows[:, None], pick],
-        # about 4x faster than that advanced index on the CPU)
-        at = (rows[:, None] * x.shape[1] + pick).view(-1)
-        x, y = (t.flatten(0, 1).index_select(0, at).unflatten(0, pick.shape) for t in (x, y))
+        x, y = self.gather(split, rows, pick)
         if split == "train" and self.augment is not None:
             x = augment_images(x, gen, **self.augment)
         return x, y
+
+    def gather(self, split: str, rows: torch.Tensor, pick: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sample ``pick[m, b]`` of client ``rows[m]``: ``x[M, B, ...]``, ``y[M, B, ...]`` (the
+        advanced index ``x[rows[:, None], pick]``, as one row gather of the flattened
+        ``[N * max_n, ...]`` tensors: about 4x faster on the CPU)."""
+        x, y = self.x[split], self.y[split]
+        at = (rows[:, None] * x.shape[1] + pick).reshape(-1)
+        return tuple(t.flatten(0, 1).index_select(0, at).unflatten(0, pick.shape) for t in (x, y))
 
     def full(self, split: str, clients: torch.Tensor | None = None
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

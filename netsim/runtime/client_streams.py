@@ -49,6 +49,5 @@ class ClientStreams:
         pick = np.minimum((u * self.n_train[clients, None]).astype(np.int64),
                           np.maximum(self.n_train[clients, None] - 1, 0))
         dev = self.data.device
-        rows = torch.as_tensor(clients, device=dev)[:, None]
-        pick = torch.as_tensor(pick, device=dev)
-        return self.data.x["train"][rows, pick], self.data.y["train"][rows, pick]
+        return self.data.gather("train", torch.as_tensor(clients, device=dev),
+                                torch.as_tensor(pick, device=dev))
