@@ -58,7 +58,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from floor_mlp import mlp_grads
+from floor_mlp import gather_batch, mlp_grads
 from netsim import Scenario, run
 from netsim.running.callbacks import Callback
 from netsim.running.loop import build_algorithm
@@ -216,9 +216,7 @@ class Workload:
         """One batch of BATCH samples per client, uniformly from its own training samples."""
         u = torch.rand(CLIENTS, BATCH, generator=gen)
         idx = (u * self.n[:, None].float()).long()
-        at = (torch.arange(CLIENTS)[:, None] * self.x.shape[1] + idx).view(-1)   # one row gather
-        return (self.x.flatten(0, 1).index_select(0, at).view(CLIENTS, BATCH, -1),
-                self.y.flatten(0, 1).index_select(0, at).view(CLIENTS, BATCH))
+        return gather_batch(self.x, self.y, idx)
 
     def accuracy(self, w1, b1, w2, b2) -> float:
         """Mean over clients of the test accuracy of stacked weights."""

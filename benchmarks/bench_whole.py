@@ -61,7 +61,7 @@ def floor_script(out: Path, rounds: int, frozen: bool) -> None:
         gc.disable()
     import numpy as np
     import torch
-    from floor_mlp import mlp_grads
+    from floor_mlp import gather_batch, mlp_grads
     if frozen:
         gc.freeze()
         gc.enable()
@@ -95,13 +95,9 @@ def floor_script(out: Path, rounds: int, frozen: bool) -> None:
               torch.empty(10, 128).uniform_(-bound2, bound2, generator=gen),
               torch.empty(10).uniform_(-bound2, bound2, generator=gen)]
     w1, b1, w2, b2 = (p.expand(n_clients, *p.shape).clone() for p in params)
-    start = torch.arange(n_clients)[:, None] * x.shape[1]     # each client's first flat row
-    xf, yf = x.flatten(0, 1), y.flatten(0, 1)
     for _ in range(rounds):
         idx = (torch.rand(n_clients, batch, generator=gen) * n[:, None]).long()
-        at = (start + idx).view(-1)                             # one row gather
-        grads = mlp_grads(xf.index_select(0, at).view(n_clients, batch, -1),
-                          yf.index_select(0, at).view(n_clients, batch), w1, b1, w2, b2)
+        grads = mlp_grads(*gather_batch(x, y, idx), w1, b1, w2, b2)
         for t, g in zip((w1, b1, w2, b2), grads):
             t.sub_(g, alpha=lr)
             t.copy_(torch.tensordot(share, t, dims=1).expand_as(t))

@@ -1,5 +1,6 @@
 """The hand-written floors' MLP 64-128-10 step (bench_peer, bench_whole), with no netsim import:
-every client's gradients at once, stacked forward and backward with ``baddbmm``/``bmm``."""
+every client's batch in one row gather, and its gradients, stacked forward and backward with
+``baddbmm``/``bmm``."""
 from __future__ import annotations
 
 import torch
@@ -17,3 +18,13 @@ def mlp_grads(x: torch.Tensor, y: torch.Tensor, w1: torch.Tensor, b1: torch.Tens
     dz1 = torch.bmm(dz2, w2).mul_(z1 > 0)
     return (torch.bmm(dz1.transpose(1, 2), x), dz1.sum(1), torch.bmm(dz2.transpose(1, 2), a1),
             dz2.sum(1))
+
+
+def gather_batch(x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample ``idx[i, b]`` of every client i from its padded rows ``x[N, max_n, 64]``,
+    ``y[N, max_n]``: ``x[arange(N)[:, None], idx]`` as one row gather of the flattened data."""
+    n, batch = idx.shape
+    at = (torch.arange(n)[:, None] * x.shape[1] + idx).view(-1)
+    return (x.flatten(0, 1).index_select(0, at).view(n, batch, -1),
+            y.flatten(0, 1).index_select(0, at).view(n, batch))

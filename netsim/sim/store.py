@@ -218,13 +218,19 @@ class InFlight:
         if keys.size:
             dev = states[0].device
             src_t = torch.as_tensor(src, device=dev)
+            # (write, which of the pushed rows or None for all, their slots): new rows are
+            # copied in, rows of edges already holding mass added to
+            parts = [(write, None if mine.all() else torch.as_tensor(np.flatnonzero(mine),
+                                                                     device=dev),
+                      torch.as_tensor(slot_of[mine], device=dev))
+                     for mine, write in ((~known, "index_copy_"), (known, "index_add_"))
+                     if mine.any()]
             for p, s in zip(self.pool, states):
                 coef = torch.as_tensor(share, dtype=s.dtype, device=dev)[:, None]
                 pushed = s.index_select(0, src_t).mul_(coef)
-                for mine, write in ((~known, p.index_copy_), (known, p.index_add_)):
-                    if mine.any():
-                        part = pushed if mine.all() else pushed[torch.as_tensor(mine, device=dev)]
-                        write(0, torch.as_tensor(slot_of[mine], device=dev), part)
+                for write, which, to in parts:
+                    getattr(p, write)(0, to, pushed if which is None else
+                                      pushed.index_select(0, which))
         self.keys, self.slots = merged, slots
 
     def _take(self, count: int, states: list[Tensor]) -> np.ndarray:
