@@ -154,7 +154,7 @@ class AsyncPush(AsyncAlgorithm):
         the one held if newer; every other snapshot referred to is released."""
         ok = mail.delivered
         drop = [mail.data[~ok]]
-        if ok.any():
+        if np.count_nonzero(ok):
             edge, mid, sid = mail.edge[ok], mail.id[ok], mail.data[ok]
             order = np.lexsort((mid, edge))                 # by edge, then id
             by_edge = edge[order]

@@ -94,13 +94,14 @@ class AsyncServerAlgorithm(AsyncAlgorithm):
 
     def act_restart(self, payloads: list[int]) -> None:
         idx = torch.as_tensor(payloads, device=self.device)
-        self.bank.flat[idx] = self.base[idx]
+        self.bank.flat.index_copy_(0, idx, self.base.index_select(0, idx))
 
     def act_receive(self, payloads: list[int]) -> None:
         """The reply arrived: ``b_i = x_i =`` the server model it carries."""
         idx = torch.as_tensor(payloads, device=self.device)
-        self.base[idx] = self.inbox[idx]
-        self.bank.flat[idx] = self.inbox[idx]
+        got = self.inbox.index_select(0, idx)
+        self.base.index_copy_(0, idx, got)
+        self.bank.flat.index_copy_(0, idx, got)
 
     # ------------------------------------------------------------------ the server
     def on_message(self, t: float, msg, delivered: bool) -> None:

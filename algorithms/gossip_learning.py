@@ -139,11 +139,12 @@ class GossipLearning(AsyncAlgorithm):
         """``x_k`` <- the update; the message's snapshot of it."""
         i, slot = (np.asarray(c) for c in zip(*payloads))
         idx = torch.as_tensor(i, device=self.device)
-        self.bank.flat[idx] = self.work[idx]
+        self.bank.flat.index_copy_(0, idx, self.work.index_select(0, idx))
         sent = slot >= 0
         if sent.any():
-            self.snap[torch.as_tensor(slot[sent], device=self.device)] = \
-                self.work[torch.as_tensor(i[sent], device=self.device)]
+            self.snap.index_copy_(0, torch.as_tensor(slot[sent], device=self.device),
+                                  self.work.index_select(0, torch.as_tensor(i[sent],
+                                                                            device=self.device)))
 
     def on_message(self, t: float, msg, delivered: bool) -> None:
         slot, age = msg.data

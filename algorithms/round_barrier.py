@@ -43,13 +43,17 @@ class RoundBarrier:
         self.gone: list[list[int]] = [[] for _ in range(n)]   # per receiver: rounds the
         # in-neighbours that are down for good sent last
         self.excusing = np.zeros(n, bool)              # gone[i] is not empty
+        self.any_excusing = False                      # ... for some i
+        self._at = {-1: n}                             # round -> active clients there (> 0)
+        self._low = -1                                 # the lowest round of an active client
 
     def _need(self, due: np.ndarray, r: int) -> np.ndarray:
         """In-neighbours whose round-r message each of ``due`` waits for (those down for good
         before round r are excused)."""
-        need = self.in_degree[due].copy()
-        for k in np.flatnonzero(self.excusing[due]).tolist():
-            need[k] -= sum(last < r for last in self.gone[int(due[k])])
+        need = self.in_degree[due]                     # a copy (an index array)
+        if self.any_excusing:
+            for k in np.flatnonzero(self.excusing[due]).tolist():
+                need[k] -= sum(last < r for last in self.gone[int(due[k])])
         return need
 
     def _of(self, r: int) -> tuple[np.ndarray, np.ndarray]:
@@ -58,6 +62,34 @@ class RoundBarrier:
             n = len(self.in_degree)
             self.heard[r], self.latest[r] = np.zeros(n, np.int64), np.zeros(n)
         return self.heard[r], self.latest[r]
+
+    def _ready_one(self, i: int, now: float) -> list[tuple[int, float]]:
+        """:meth:`_ready` of one client."""
+        r = int(self.round[i])
+        heard, latest = self._of(r)
+        need = int(self.in_degree[i])
+        if self.excusing[i]:
+            need -= sum(last < r for last in self.gone[i])
+        if heard[i] < need:
+            return []
+        self.waiting[i] = False
+        return [(i, float(max(latest[i], self.sent_at[i], now)))]
+
+    def _lowest_active(self) -> int | None:
+        """The lowest round of an active client (None when none is active)."""
+        at = self._at
+        if not at:
+            return None
+        while self._low not in at:          # rounds only grow: the lowest only rises
+            self._low += 1
+        return self._low
+
+    def _leave(self, r: int) -> None:
+        """An active client leaves round r (sent the next, or down for good)."""
+        at = self._at
+        at[r] -= 1
+        if not at[r]:
+            del at[r]
 
     def _ready(self, due: np.ndarray, now: float) -> list[tuple[int, float]]:
         """``[(i, when it is released)]`` for each of ``due`` (distinct, waiting in one round)
@@ -74,11 +106,15 @@ class RoundBarrier:
     def sent(self, i: int, r: int, now: float) -> list[tuple[int, float]]:
         """Client i sent its round r at ``now``: i with its release time if nothing holds it.
         Rounds that every client still in the run has sent past are forgotten."""
+        if self.active[i]:
+            self._leave(int(self.round[i]))
+            self._at[r] = self._at.get(r, 0) + 1
         self.round[i], self.sent_at[i], self.waiting[i] = r, now, True
-        low = int(self.round[self.active].min(initial=r))
+        low = self._lowest_active()
+        low = r if low is None else min(low, r)
         for old in [q for q in self.heard if q < low]:
             del self.heard[old], self.latest[old]
-        return self._ready(np.array([i]), now)
+        return self._ready_one(i, now)
 
     def resolve(self, receivers: np.ndarray, r: int, when: np.ndarray,
                 now: float) -> list[tuple[int, float]]:
@@ -94,13 +130,16 @@ class RoundBarrier:
         """Client j stopped for good after sending round ``round[j]``: its out-neighbours
         ``receivers`` no longer wait for it; those released by this, with their times."""
         last = int(self.round[j])
+        if self.active[j]:
+            self._leave(last)
         self.active[j] = False
         out = []
         self.excusing[receivers] = True
+        self.any_excusing = True
         for i in receivers.tolist():
             self.gone[i].append(last)
             if self.waiting[i]:
-                out += self._ready(np.array([i]), now)
+                out += self._ready_one(i, now)
         return out
 
 
@@ -168,7 +207,7 @@ class SynchronousRounds:
         q = self.row_round[mail.data]
         ok = mail.delivered
         self.snaps.release_many(mail.data[~ok])
-        if ok.any():
+        if np.count_nonzero(ok):
             self.held[mail.dst].append((q[ok], select(mail, ok)))
 
     def take_held(self, i: int, use) -> Mail | None:
@@ -181,8 +220,8 @@ class SynchronousRounds:
                                                   join([h[1] for h in held]))
         pick, later = use(q), q >= self.steps_done[i]
         self.snaps.release_many(mail.data[~pick & ~later])     # none: a past round's are used
-        self.held[i] = [(q[later], select(mail, later))] if later.any() else []
-        return select(mail, pick) if pick.any() else None
+        self.held[i] = [(q[later], select(mail, later))] if np.count_nonzero(later) else []
+        return select(mail, pick) if np.count_nonzero(pick) else None
 
     def gone(self, i: int, t: float) -> None:
         e = self.net.edges

@@ -60,8 +60,8 @@ class Snapshots:
         if rows.size:
             np.subtract.at(self.refs, rows, 1)
             freed = rows[self.refs[rows] == 0]
-            if freed.size:
-                self.free.extend(np.unique(freed).tolist())
+            if freed.size:      # sorted(set()): np.unique costs 10 us on a few rows
+                self.free.extend(sorted(set(freed.tolist())))
 
     def untaken(self, k: int) -> None:
         """Row k was taken but nothing refers to it: free at once."""

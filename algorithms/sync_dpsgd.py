@@ -102,4 +102,4 @@ class SyncDPSGD(SynchronousRounds, AsyncAlgorithm):
 
     def act_snap(self, payloads: list[tuple[int, int]]) -> None:
         i, sid = (torch.as_tensor(c, device=self.device) for c in zip(*payloads))
-        self.snaps.rows[sid] = self.bank.flat[i]
+        self.snaps.rows.index_copy_(0, sid, self.bank.flat.index_select(0, i))

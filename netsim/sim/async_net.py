@@ -159,25 +159,37 @@ class AsyncNetwork:
             sent = up & ~over
         else:
             sent = up
+        m = len(edge)
         k = np.flatnonzero(sent)
-        ids = np.full(len(edge), -1, np.int64)
-        ids[k] = np.arange(self._next_id, self._next_id + k.size)
+        first = self._next_id
         self._next_id += k.size
-        outcome = np.where(sent, IN_FLIGHT, NOT_SENT)
-        self.arrivals = np.full(len(edge), np.nan)
+        every = k.size == m                       # every message leaves: no masks
+        if every:
+            ids, outcome = np.arange(first, first + m), np.full(m, IN_FLIGHT)
+        else:
+            ids = np.full(m, -1, np.int64)
+            ids[k] = np.arange(first, first + k.size)
+            outcome = np.where(sent, IN_FLIGHT, NOT_SENT)
+        self.arrivals = np.full(m, np.nan)
         dropped = 0
         if k.size:
             start, rate = max(t, self.uplink_free[src]), self.latency.uplink[src]
             # an uplink that serves at once: every message leaves at the start
             depart = start if rate == np.inf else start + nbytes * np.arange(1, k.size + 1) / rate
             self.uplink_free[src] = depart if rate == np.inf else depart[-1]
-            arrive = depart + self.latency.propagation(edge[k])
-            lost = self.loss.lost(edge[k])
-            go, arrive_go = k, arrive                 # the messages on their way
-            if lost.any():
-                dropped = int(lost.sum())
+            edge_k = edge if every else edge[k]
+            arrive = depart + self.latency.propagation(edge_k)
+            lost = self.loss.lost(edge_k)
+            dropped = int(np.count_nonzero(lost))
+            if dropped:
                 outcome[k[lost]] = LOST
                 go, arrive_go = k[~lost], arrive[~lost]
+                go_dst, go_ids, go_edge = dst[go], ids[go], edge[go]
+            elif every:                               # the messages on their way
+                go, arrive_go, go_dst, go_ids, go_edge = k, arrive, dst, ids, edge
+            else:
+                go, arrive_go = k, arrive
+                go_dst, go_ids, go_edge = dst[go], ids[go], edge_k
             self.arrivals[go] = arrive_go
             t = float(t)
             if self.trace is not None:
@@ -187,12 +199,12 @@ class AsyncNetwork:
                     self.events.add_block(t, src, np.where(lost, "lost", "send"), dst[k],
                                           ids[k])
             if self.inbox is not None:
-                self.inbox.put(dst[go], arrive=arrive_go, id=ids[go], edge=edge[go], src=src,
+                self.inbox.put(go_dst, arrive=arrive_go, id=go_ids, edge=go_edge, src=src,
                                sent_at=t, nbytes=nbytes, data=data)
             else:
                 push, instant = self.queue.push, self._instant
-                for mid, ed, d, a in zip(ids[go].tolist(), edge[go].tolist(),
-                                         dst[go].tolist(), arrive_go.tolist()):
+                for mid, ed, d, a in zip(go_ids.tolist(), go_edge.tolist(), go_dst.tolist(),
+                                         arrive_go.tolist()):
                     # an infinite downlink serves at once: no queue to join
                     push(a, "deliver" if instant[d] else "arrive", d,
                          Message(mid, ed, src, d, t, nbytes, data))
@@ -211,7 +223,7 @@ class AsyncNetwork:
         book["bytes_sent"] += spent
         book["messages_sent"] += int(k.size)
         book["messages_dropped"] += dropped
-        book["messages_blocked"] += 0 if over is None else int(over.sum())
+        book["messages_blocked"] += 0 if over is None else int(np.count_nonzero(over))
         return outcome, ids
 
     def _arrive(self, msg: Message) -> None:
@@ -252,12 +264,13 @@ class AsyncNetwork:
         times = times[:due]
         ok = self.failures.alive_at(i, times)
         book, window, sent = self._book, self.window, got["sent_at"]
-        delivered = int(ok.sum())
+        delivered = int(np.count_nonzero(ok))
         book["messages_delivered"] += delivered
         book["messages_dropped"] += due - delivered
         if delivered:
-            self._latency_sum += float((times[ok] - sent[ok]).sum())
-            age = int((times[ok] // window - sent[ok] // window).max())
+            t_ok, sent_ok = (times, sent) if delivered == due else (times[ok], sent[ok])
+            self._latency_sum += float((t_ok - sent_ok).sum())
+            age = int((t_ok // window - sent_ok // window).max())
             book["max_staleness"] = max(book["max_staleness"], age)
         if self.trace is not None:
             self.events.add_block(times, i, np.where(ok, "deliver", "dropped"), got["src"],

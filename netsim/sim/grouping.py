@@ -31,6 +31,13 @@ class Keys(NamedTuple):
     ids: np.ndarray
 
 
+class One(NamedTuple):
+    """One key ``(name, id)`` of a bulk name, tracked in that name's array of levels."""
+
+    name: str
+    id: int
+
+
 def _levels(book: dict, name: str, size: int) -> np.ndarray:
     """The level array of bulk keys ``name`` in ``book`` (-1: none yet), at least ``size``
     long."""
@@ -43,13 +50,23 @@ def _levels(book: dict, name: str, size: int) -> np.ndarray:
     return arr
 
 
-def _bulk_level(book: dict, key: Keys) -> int:
-    """The highest level in ``book`` among ``key``'s ids (-1: none)."""
-    arr = book.get(("bulk", key.name))
-    if arr is None or not key.ids.size:
-        return -1
-    ids = key.ids[key.ids < arr.size]
-    return int(arr[ids].max()) if ids.size else -1
+def _level(book: dict, key: Hashable) -> int:
+    """The level in ``book`` of ``key`` (for :class:`Keys`, the highest among its ids; -1:
+    none)."""
+    kind = type(key)
+    if kind is One:
+        arr = book.get(("bulk", key.name))
+        return int(arr[key.id]) if arr is not None and key.id < arr.size else -1
+    if kind is Keys:
+        arr = book.get(("bulk", key.name))
+        if arr is None or not key.ids.size:
+            return -1
+        try:
+            return int(arr[key.ids].max())
+        except IndexError:                          # ids past the array: none yet
+            ids = key.ids[key.ids < arr.size]
+            return int(arr[ids].max()) if ids.size else -1
+    return book.get(key, -1)
 
 
 def conflict_level(reads: Iterable[Hashable], writes: Iterable[Hashable],
@@ -57,14 +74,11 @@ def conflict_level(reads: Iterable[Hashable], writes: Iterable[Hashable],
     """The lowest level after every earlier conflicting action (RAW, WAW and WAR)."""
     level = -1                                     # the highest conflicting level
     for key in reads:
-        got = _bulk_level(last_write, key) if type(key) is Keys else last_write.get(key, -1)
+        got = _level(last_write, key)
         if got > level:
             level = got
     for key in writes:
-        if type(key) is Keys:
-            got = max(_bulk_level(last_write, key), _bulk_level(last_read, key))
-        else:
-            got = max(last_write.get(key, -1), last_read.get(key, -1))
+        got = max(_level(last_write, key), _level(last_read, key))
         if got > level:
             level = got
     return level + 1
@@ -94,14 +108,22 @@ class ActionQueue:
         last_read, last_write = self._last_read, self._last_write
         level = conflict_level(reads, writes, last_read, last_write)
         for key in reads:
-            if type(key) is Keys:
+            tk = type(key)
+            if tk is One:
+                arr = _levels(last_read, key.name, key.id + 1)
+                if arr[key.id] < level:
+                    arr[key.id] = level
+            elif tk is Keys:
                 if key.ids.size:
                     arr = _levels(last_read, key.name, int(key.ids.max()) + 1)
-                    np.maximum.at(arr, key.ids, level)
+                    arr[key.ids] = np.maximum(arr[key.ids], level)  # a repeated id: one value
             elif last_read.get(key, -1) < level:
                 last_read[key] = level
         for key in writes:
-            if type(key) is Keys:
+            tk = type(key)
+            if tk is One:
+                _levels(last_write, key.name, key.id + 1)[key.id] = level
+            elif tk is Keys:
                 if key.ids.size:
                     _levels(last_write, key.name, int(key.ids.max()) + 1)[key.ids] = level
             else:
@@ -113,15 +135,11 @@ class ActionQueue:
         if self.pending >= self.max_pending:
             self.flush()
 
-    def _keys(self, keys: Iterable) -> tuple:
-        """``keys`` with each ``(name, id)`` of a bulk name as :class:`Keys`."""
-        keys, bulk = tuple(keys), self.bulk
-        for k in keys:
-            if type(k) is tuple and k[0] in bulk:
-                return tuple(Keys(k[0], np.array([k[1]], np.int64))
-                             if type(k) is tuple and len(k) == 2 and k[0] in bulk else k
-                             for k in keys)
-        return keys
+    def _keys(self, keys: Iterable) -> list:
+        """``keys`` with each ``(name, id)`` of a bulk name as :class:`One`."""
+        bulk = self.bulk
+        return [One(k[0], k[1]) if type(k) is tuple and len(k) == 2 and k[0] in bulk else k
+                for k in keys]
 
     def flush(self) -> None:
         """Run every held action, level by level, one call per kind within a level."""

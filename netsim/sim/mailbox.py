@@ -39,7 +39,7 @@ _ROWS = tuple(f for f in Mail._fields if f != "dst")
 def select(mail: Mail, rows: np.ndarray) -> Mail:
     """The messages ``rows`` (a mask or indices) of ``mail`` (``mail`` itself where the mask
     keeps every one)."""
-    if rows.dtype == bool and rows.all():
+    if rows.dtype == bool and np.count_nonzero(rows) == rows.size:
         return mail
     return mail._replace(**{name: getattr(mail, name)[rows] for name in _ROWS})
 
@@ -91,6 +91,8 @@ class Mailbox:
     def waiting(self, i: int) -> np.ndarray:
         """Receiver i's rows, in order of arrival (then of id: the downlink's FIFO order)."""
         rows = np.asarray(self.pending[i], np.int64)
+        if rows.size == 1:
+            return rows
         return rows[np.lexsort((self.cols["id"][rows], self.cols["arrive"][rows]))]
 
     def take(self, i: int, rows: np.ndarray, rest: np.ndarray) -> dict[str, np.ndarray]:
