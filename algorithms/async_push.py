@@ -88,8 +88,8 @@ class AsyncPush(AsyncAlgorithm):
 
     def start_step(self, i: int, t: float, k: int) -> None:
         e = self.net.edges
-        into = np.arange(e.in_ptr[i], e.in_ptr[i + 1])
-        fresh = into[self.newest[into] != self.used[into]]
+        a, b = e.in_ptr[i], e.in_ptr[i + 1]                  # i's in-edges
+        fresh = np.flatnonzero(self.newest[a:b] != self.used[a:b]) + a
         new, old = self.newest[fresh], self.used[fresh]
         if fresh.size:
             self.net.events.add_block(float(t), i, "use", e.src[fresh], self.newest_id[fresh])
@@ -110,7 +110,7 @@ class AsyncPush(AsyncAlgorithm):
         new, used = (selection(rows, np.concatenate([p[j] for p in payloads]), shape)
                      for j in (2, 3))
         idx = torch.as_tensor([p[0] for p in payloads], dtype=torch.long, device=self.device)
-        self.mass.index_add_(0, idx, self.snaps.combine(inbox_mass(new, used)))
+        self.snaps.add_combination(self.mass, inbox_mass(new, used), idx)
         self.compute_grads([p[:2] for p in payloads],
                            lambda idx: self.debiased(self.mass.index_select(0, idx)))
 

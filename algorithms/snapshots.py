@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from netsim.runtime.mixing import sparse_rows_product
+from netsim.runtime.mixing import add_rows_product
 
 
 class Snapshots:
@@ -35,11 +35,12 @@ class Snapshots:
             self.free = list(range(2 * old - 1, old - 1, -1))
         return self.free.pop()
 
-    def combine(self, coeffs: torch.Tensor) -> torch.Tensor:
-        """``coeffs @ rows`` for sparse COO coefficients ``[m, len(rows)]``: each output row the
-        same sums in the same order however many rows share the call
-        (netsim.runtime.mixing.sparse_rows_product)."""
-        return sparse_rows_product(coeffs, self.rows)
+    def add_combination(self, target: torch.Tensor, coeffs: torch.Tensor,
+                        index: torch.Tensor | None = None) -> torch.Tensor:
+        """``target[index] += coeffs @ rows`` for sparse COO coefficients ``[m, len(rows)]``
+        (``index`` None: all of ``target``): each entry the same sums in the same order however
+        many rows share the call (netsim.runtime.mixing.add_rows_product)."""
+        return add_rows_product(target, coeffs, self.rows, index)
 
     def hold(self, k: int, count: int = 1) -> None:
         self.refs[k] += count

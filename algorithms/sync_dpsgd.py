@@ -83,7 +83,7 @@ class SyncDPSGD(SynchronousRounds, AsyncAlgorithm):
                                           check_invariants=False)   # valid by construction
             new = x.index_select(0, idx).mul_(keep[:, None])
             new -= self.grads.index_select(0, idx).mul_(self.train.lr)
-            x.index_copy_(0, idx, new.add_(self.snaps.combine(mix)))
+            x.index_copy_(0, idx, self.snaps.add_combination(new, mix))
         self.compute_grads([p[:2] for p in payloads], lambda idx: x.index_select(0, idx))
 
     def finish_step(self, i: int, t: float) -> None:

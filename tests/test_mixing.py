@@ -64,10 +64,11 @@ def test_mix_takes_the_same_sums_on_every_path():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_sparse_rows_product_in_blocks_is_one_product_bit_for_bit(monkeypatch, dtype):
+def test_add_rows_product_in_blocks_is_one_product_bit_for_bit(monkeypatch, dtype):
     """Column blocks (here 40 of a 1,000-wide table) give each output row the same sums in the
-    same order as one product, repeated and unsorted coefficients included; few non-zeros
-    (no more than the table's rows) take one product."""
+    same order as one product, repeated and unsorted coefficients included, added into the
+    target's rows ``index`` (or all of it); few non-zeros (no more than the table's rows) take
+    one product."""
     g = torch.Generator().manual_seed(0)
     rows = torch.randn(30, 1000, generator=g, dtype=dtype) * 1e3
     at = torch.randint(0, 30, (2, 200), generator=g)
@@ -80,10 +81,17 @@ def test_sparse_rows_product_in_blocks_is_one_product_bit_for_bit(monkeypatch, d
     calls = []
     real = torch.sparse.mm
     monkeypatch.setattr(torch.sparse, "mm", lambda a, b: calls.append(b.shape) or real(a, b))
-    assert torch.equal(mixing.sparse_rows_product(coeffs, rows), whole)
+    base = torch.randn(20, 1000, generator=g, dtype=dtype)
+    index = torch.randperm(20, generator=g)[:12]
+    want = base.clone()
+    want[index] += whole
+    assert torch.equal(mixing.add_rows_product(base.clone(), coeffs, rows, index), want)
     assert calls == [(30, 40)] * 25
+    assert torch.equal(mixing.add_rows_product(base[:12].clone(), coeffs, rows),
+                       base[:12] + whole)
     calls.clear()
     few = torch.sparse_coo_tensor(at[:, :30], torch.ones(30, dtype=dtype), (12, 30),
                                   check_invariants=True)
-    assert torch.equal(mixing.sparse_rows_product(few, rows), real(few, rows))
+    assert torch.equal(mixing.add_rows_product(base[:12].clone(), few, rows),
+                       base[:12] + real(few, rows))
     assert calls == [(30, 1000)]
