@@ -196,6 +196,26 @@ def test_compute_jitter_mean_one(jitter):
     assert abs(d.mean() - 1) < 0.02 and d.std() > 0.1
 
 
+@pytest.mark.parametrize("jitter", ["pareto", "lognormal"])
+def test_compute_duration_draws_one_jitter_per_call(jitter):
+    """An event-driven wake-up's duration is node i's speed and slowdown times one jitter draw
+    (the next value of the model's stream, not one of n), with mean 1 over many calls."""
+    model = compute({"stragglers": {"share": 0.5, "slowdown": 4.0, "jitter": jitter,
+                                    "alpha": 3.0, "sigma": 0.5},
+                     "speed": {"name": "lognormal", "sigma": 0.3}}, n=1000)
+    twin = np.random.Generator(np.random.PCG64())
+    twin.bit_generator.state = model.rng.bit_generator.state
+    i = int(np.flatnonzero(model.stragglers)[0])
+    got = model.duration(i, 2, 0.5)
+    factor = ((3.0 - 1) / 3.0 * (1.0 + twin.pareto(3.0, 1)[0]) if jitter == "pareto" else
+              np.exp(0.5 * twin.standard_normal(1)[0] - 0.5 ** 2 / 2))
+    assert got == pytest.approx(2 * 0.5 / model.speed[i] * 4.0 * factor, rel=1e-12)
+    assert model.rng.bit_generator.state == twin.bit_generator.state      # one draw taken
+    scale = 2 * 0.5 / model.speed[i] * 4.0
+    d = np.array([model.duration(i, 2, 0.5) for _ in range(4000)]) / scale
+    assert abs(d.mean() - 1) < 0.03 and d.std() > 0.1
+
+
 def test_compute_errors():
     with pytest.raises(ValueError):
         compute(None).durations(1, None, 0.0)

@@ -127,13 +127,14 @@ class ComputeModel:
         self.slowdown = np.where(self.stragglers, strag["slowdown"], 1.0)
         self.jitter, self.alpha, self.sigma = strag["jitter"], strag["alpha"], strag["sigma"]
 
-    def _jitter(self) -> np.ndarray:
-        """Mean-1 multiplicative factor per node for one call."""
+    def _jitter(self, size: int | None = None) -> np.ndarray:
+        """Mean-1 multiplicative factors for one call: one per node, or ``size`` of them."""
+        size = self.n if size is None else size
         if self.jitter == "pareto":
-            return (self.alpha - 1) / self.alpha * (1.0 + self.rng.pareto(self.alpha, self.n))
+            return (self.alpha - 1) / self.alpha * (1.0 + self.rng.pareto(self.alpha, size))
         if self.jitter == "lognormal":
-            return np.exp(self.sigma * self.rng.standard_normal(self.n) - self.sigma**2 / 2)
-        return np.ones(self.n)
+            return np.exp(self.sigma * self.rng.standard_normal(size) - self.sigma**2 / 2)
+        return np.ones(size)
 
     def durations(self, steps: int | np.ndarray, step_time: float | None = None,
                   t: float = 0.0) -> np.ndarray:
@@ -149,14 +150,13 @@ class ComputeModel:
         return base * steps / self.speed * self.slowdown * self._jitter()
 
     def duration(self, i: int, steps: int, step_time: float | None = None) -> float:
-        """Node i's entry of :meth:`durations` (the same draws: a jitter for every node), at
-        the cost of one node where there is no jitter (an event-driven run asks per wake-up)."""
-        if self.jitter != "none":
-            return float(self.durations(steps, step_time)[i])
+        """Node i's :meth:`durations` alone, with one jitter draw for it (an event-driven run
+        asks per wake-up: one draw, not one per node)."""
         base = self.step_time if self.step_time is not None else step_time
         if base is None:
             raise ValueError("compute: step_time is null in the config and was not passed")
-        return float(base * float(steps) / self.speed[i] * self.slowdown[i])
+        scale = base * float(steps) / self.speed[i] * self.slowdown[i]
+        return float(scale if self.jitter == "none" else scale * self._jitter(1)[0])
 
 
 def make_compute(spec: dict, n: int, rng: np.random.Generator) -> ComputeModel:
