@@ -54,6 +54,18 @@ def test_markov_answers_do_not_depend_on_asked_times():
         assert np.array_equal(b.up_edges(t), sorted_answers[t])
 
 
+def test_markov_answers_for_some_edges_are_those_for_all():
+    """A send asks for its sender's out-edges only (``up``): the answers are ``up_edges``'s for
+    those edges, whatever was asked before and in any order of times."""
+    rng = np.random.default_rng(1)
+    a = MarkovLinks(40, np.random.default_rng(5), 0.3, 0.2)
+    b = MarkovLinks(40, np.random.default_rng(5), 0.3, 0.2)
+    for t in np.concatenate([np.sort(rng.uniform(0, 20, 300)), rng.uniform(0, 20, 100)]):
+        edges = rng.choice(40, int(rng.integers(1, 8)), replace=False)
+        assert np.array_equal(b.up(float(t), edges), a.up_edges(float(t))[edges])
+        assert a.up(float(t), edges).tolist() == b.up_edges(float(t))[edges].tolist()
+
+
 def test_resample_holds_a_draw_per_window():
     edges = Edges.coerce(~np.eye(10, dtype=bool))
     base = make_links({"name": "bernoulli", "p": 0.3, "symmetric": False}, edges,

@@ -64,6 +64,10 @@ class ResampledLinks:
             self.state = self.base.up_edges(self.epoch * self.coherence)
         return self.state
 
+    def up(self, t: float, edges: np.ndarray) -> np.ndarray:
+        """bool[m]: the state of ``edges`` at time ``t`` (``up_edges(t)[edges]``)."""
+        return self.up_edges(t)[edges]
+
 
 class MarkovLinks:
     """Independent two-state chains over ``n_edges`` edges, exponential holding times."""
@@ -76,9 +80,13 @@ class MarkovLinks:
         self.switch = np.zeros((n_edges, 0))                   # switch times, increasing per row
         self.known = np.zeros(n_edges)                         # the last switch time drawn
         self.passed = np.zeros(n_edges, np.int64)              # switches up to the last asked t
+        self._every = np.arange(n_edges)
+        self._horizon = 0.0                                    # every chain known before it
 
     def extend(self, t: float) -> None:
         """Draw holding times, a column for every edge, until every chain is known past ``t``."""
+        if t < self._horizon:
+            return
         columns = []
         while (self.known <= t).any():
             k = self.switch.shape[1] + len(columns)
@@ -87,26 +95,33 @@ class MarkovLinks:
             columns.append(self.known)
         if columns:
             self.switch = np.column_stack([self.switch, *columns])
+        self._horizon = float(self.known.min(initial=np.inf))
 
     def up_edges(self, t: float) -> np.ndarray:
         """bool[E]: the state of every edge at time ``t`` (any order of asked times; each edge's
         count of switches up to the last asked time moves to ``t``, so that increasing times
         cost the switches passed, not the whole history)."""
+        return self.up(t, self._every)
+
+    def up(self, t: float, edges: np.ndarray) -> np.ndarray:
+        """bool[m]: the state of ``edges`` (distinct edge ids) at time ``t``, as
+        ``up_edges(t)[edges]``, moving only their switch counts (a send asks for its sender's
+        out-edges: work in the out-degree, not in E)."""
         self.extend(t)
         s, c = self.switch, self.passed
         while True:                                  # forward over the switches up to t
-            rows = np.flatnonzero(c < s.shape[1])
+            rows = edges[c[edges] < s.shape[1]]
             ahead = rows[s[rows, c[rows]] <= t]
             if not ahead.size:
                 break
             c[ahead] += 1
         while True:                                  # back over the switches after t
-            rows = np.flatnonzero(c > 0)
+            rows = edges[c[edges] > 0]
             back = rows[s[rows, c[rows] - 1] > t]
             if not back.size:
                 break
             c[back] -= 1
-        return self.first ^ (c % 2 == 1)
+        return self.first[edges] ^ (c[edges] % 2 == 1)
 
 
 def make_continuous(spec: dict, base: LinkModel,

@@ -145,7 +145,7 @@ class AsyncNetwork:
         :data:`LOST`, :data:`IN_FLIGHT`) and id (-1 where not sent)."""
         e, f, budget, src = self.edges, self.failures, self.budget, int(src)
         dst = e.dst[edge]
-        up = self.links.up_edges(t)[edge]
+        up = self.links.up(t, edge)
         if f.cuts_edges:
             up &= f.edges_up(t, np.full(len(edge), src), dst)
         over = None
