@@ -73,12 +73,15 @@ def conflict_level(reads: Iterable[Hashable], writes: Iterable[Hashable],
                    last_read: dict, last_write: dict) -> int:
     """The lowest level after every earlier conflicting action (RAW, WAW and WAR)."""
     level = -1                                     # the highest conflicting level
-    for key in reads:
-        got = _level(last_write, key)
+    for key in reads:                              # a plain tuple key: the dictionaries at once
+        got = last_write.get(key, -1) if type(key) is tuple else _level(last_write, key)
         if got > level:
             level = got
     for key in writes:
-        got = max(_level(last_write, key), _level(last_read, key))
+        if type(key) is tuple:
+            got = max(last_write.get(key, -1), last_read.get(key, -1))
+        else:
+            got = max(_level(last_write, key), _level(last_read, key))
         if got > level:
             level = got
     return level + 1
