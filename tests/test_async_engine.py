@@ -102,6 +102,30 @@ def test_steps_schedule_stops_after_the_steps():
     assert alg.done() and (alg.steps_done == 4).all()
 
 
+def test_churn_is_drawn_only_as_far_as_the_run_goes():
+    """Liveness is cached until the next crash or recovery. With a window of 1e9 s (nothing
+    evaluated before the end) churn is still drawn only about as far as the run went: looking
+    for changes a window ahead drew churn for 1e9 s and did not end."""
+    raw = scenario({"network.failures": {"churn": {"crash_rate": 2.0, "recover_rate": 8.0,
+                                                   "share": 0.5}},
+                    "schedule": {"steps": 4, "eval_every": 1.0e9}})
+    asked = []
+
+    def setup(alg):
+        churn = alg.net.failures.churn
+        extend = churn.extend
+
+        def bounded(t: float) -> None:
+            asked.append(t)
+            assert t < 100.0, f"churn drawn up to {t} s"      # fail at once, do not draw it
+            extend(t)
+
+        churn.extend = bounded
+
+    alg = play(raw, 0, setup=setup)
+    assert alg.done() and asked and max(asked) <= alg.net.now + 1.0
+
+
 @pytest.mark.parametrize("schedule, field", [
     ({"until": None, "steps": None}, "schedule.until"),
     ({"until": 1.0, "mode": "fast"}, "schedule.mode"),

@@ -274,6 +274,30 @@ def test_churn_long_run_availability():
     assert events == sorted(events)
 
 
+@pytest.mark.parametrize("recover", [2.0, 0.0])
+def test_next_change_is_the_first_crash_or_recovery(recover):
+    """``next_change(t)``: the first crash or recovery after t, over churn, scripted node outages
+    and crashes (edge cuts do not count); ``alive`` holds until then; churn is drawn no further
+    than t; inf where nothing can change."""
+    spec = {"crash": {"share": 0.2, "at": 6.0},
+            "scripted": [{"kind": "node", "nodes": [1, 2], "t0": 1.0, "t1": 3.0},
+                         {"kind": "edge", "edges": [[0, 4]], "t0": 2.5, "t1": 4.5}],
+            "churn": {"crash_rate": 0.5, "recover_rate": recover, "share": 0.5}}
+    f, g = failures(spec, n=12), failures(spec, n=12)
+    asked = []
+    extend = f.churn.extend
+    f.churn.extend = lambda t: asked.append(t) or extend(t)
+    for t in np.linspace(0.0, 12.0, 61):
+        nxt = f.next_change(float(t))
+        assert max(asked) <= t                          # churn drawn only as far as t
+        changes = [e[0] for e in g.events_between(float(t), 40.0)
+                   if e[1] in ("crash", "recover") and e[0] > t]
+        assert nxt == min(changes, default=np.inf)
+        if np.isfinite(nxt):
+            assert (g.alive(float(t)) == g.alive(float((t + nxt) / 2))).all()
+    assert failures({}, n=3).next_change(0.0) == np.inf
+
+
 def test_churn_share_and_permanent():
     f = failures({"churn": {"crash_rate": 1.0, "recover_rate": 0.0, "share": 0.3}}, n=20)
     assert f.alive(1000.0).sum() == 14  # churned nodes crash for good, the rest never

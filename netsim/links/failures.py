@@ -200,6 +200,14 @@ class Churn:
         self.extend(float(t1))
         return bool(((self.start[i] <= t1) & (self.end[i] > t0)).any())
 
+    def next_change(self, t: float) -> float:
+        """The first crash or recovery after ``t`` (inf: none ever)."""
+        if not np.isfinite(self.crash_mean).any():
+            return np.inf
+        self.extend(t)                              # every node's schedule known past t
+        after = [times[times > t] for times in (self.start, self.end)]
+        return float(min(a.min(initial=np.inf) for a in after))
+
     def events(self, t0: float, t1: float) -> list[tuple[float, str, int, int]]:
         """Churn crashes and recoveries in [t0, t1) (t1 finite)."""
         if not np.isfinite(t1):
@@ -297,6 +305,16 @@ class FailureModel:
             if a <= t < b:
                 up &= labels[src] == labels[dst]
         return up
+
+    def next_change(self, t: float) -> float:
+        """The first time after ``t`` at which a node crashes or recovers (inf: never): the
+        liveness :meth:`alive` gives at ``t`` holds until then."""
+        times = [x for _, a, b in self.node_items for x in (a, b)]
+        times += self.crash_time[np.isfinite(self.crash_time)].tolist()
+        later = [float(x) for x in times if x > t]
+        if self.churn is not None:
+            later.append(self.churn.next_change(t))
+        return min(later, default=np.inf)
 
     def events_between(self, t0: float, t1: float) -> list[tuple[float, str, int, int]]:
         """Events with time in [t0, t1), sorted: (time, kind, node or src, dst or -1).

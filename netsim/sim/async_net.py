@@ -114,13 +114,12 @@ class AsyncNetwork:
         return bool(self._alive[i])
 
     def _cache_liveness(self, t: float) -> None:
-        """Every client's liveness at ``t``, kept until the next crash or recovery (looked for
-        one window ahead): a delivery asks at every instant, the answer changes rarely."""
+        """Every client's liveness at ``t``, kept until the next crash or recovery: a delivery
+        asks at every instant, the answer changes rarely. (Looking for changes a window ahead
+        drew churn a whole window ahead at each change: with ``eval_every`` 1e9, without end.)"""
         f = self.failures
         self._alive = f.alive(t)
-        changes = [when for when, kind, _, _ in f.events_between(t, t + self.window)
-                   if kind in ("crash", "recover") and when > t]
-        self._alive_from, self._alive_until = t, min(changes, default=t + self.window)
+        self._alive_from, self._alive_until = t, f.next_change(t)
 
     def down_for_good(self, i: int, t: float) -> bool:
         """Client i is down at ``t`` and never comes back (a crash, or churn without recovery)."""

@@ -211,6 +211,9 @@ class _ReliableExtra:
     def events_between(self, t0: float, t1: float):
         return self.inner.events_between(t0, t1)
 
+    def next_change(self, t: float) -> float:
+        return self.inner.next_change(t)
+
 
 class Simulator:
     """Simulated network of ``n`` nodes over the base graph ``topology``.
