@@ -53,8 +53,13 @@ class RoundBarrier:
         need = self.in_degree[due]                     # a copy (an index array)
         if self.any_excusing:
             for k in np.flatnonzero(self.excusing[due]).tolist():
-                need[k] -= sum(last < r for last in self.gone[int(due[k])])
+                need[k] -= self._excused(int(due[k]), r)
         return need
+
+    def _excused(self, i: int, r: int) -> int:
+        """In-neighbours of i down for good before round r (their round-r message never
+        comes)."""
+        return sum(last < r for last in self.gone[i])
 
     def _of(self, r: int) -> tuple[np.ndarray, np.ndarray]:
         """Round r's arrays (created on first use)."""
@@ -64,12 +69,10 @@ class RoundBarrier:
         return self.heard[r], self.latest[r]
 
     def _ready_one(self, i: int, now: float) -> list[tuple[int, float]]:
-        """:meth:`_ready` of one client."""
+        """:meth:`_ready` of one client, without arrays (a send asks for its sender)."""
         r = int(self.round[i])
         heard, latest = self._of(r)
-        need = int(self.in_degree[i])
-        if self.excusing[i]:
-            need -= sum(last < r for last in self.gone[i])
+        need = int(self.in_degree[i]) - (self._excused(i, r) if self.excusing[i] else 0)
         if heard[i] < need:
             return []
         self.waiting[i] = False
