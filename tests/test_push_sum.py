@@ -207,6 +207,31 @@ def test_a_diverged_shared_model_names_its_first_client():
     assert (err.value.round, err.value.client) == (5, 3)
 
 
+def test_a_vanished_or_non_finite_push_sum_weight_stops_the_run():
+    """The round's check passes healthy tensors at once (one reduction) and finds the first bad
+    client otherwise: a weight at or below MIN_PUSH_SUM_WEIGHT, a NaN weight, a NaN model entry;
+    a model whose total overflows is still healthy."""
+    class Weights:
+        def __init__(self, w, model=None):
+            self.w, self.model = w, torch.zeros(len(w), 3) if model is None else model
+
+        def health(self):
+            return {"model": self.model, "push-sum weight": self.w}
+
+    w = torch.ones(5, 1, dtype=torch.float64)
+    HealthCheck().on_round(Weights(w, torch.full((5, 3), 3e38)), 0)
+    for client, value, what in ((3, 1e-31, "push-sum weight"), (1, float("nan"), "push-sum weight"),
+                                (2, None, "model")):
+        bad, model = w.clone(), torch.zeros(5, 3)
+        if value is None:
+            model[client, 1] = float("nan")
+        else:
+            bad[client] = value
+        with pytest.raises(Diverged) as err:
+            HealthCheck().on_round(Weights(bad, model), 6)
+        assert (err.value.round, err.value.client) == (7, client) and what in str(err.value)
+
+
 def test_running_sum_messages_have_the_same_size_and_accounting():
     runs = {rec: build(small([{"name": "sgp", "loss_recovery": rec}])) for rec in
             ("running_sums", "none")}

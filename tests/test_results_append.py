@@ -38,6 +38,21 @@ def test_writer_creates_then_appends(tmp_path):
     assert not (writer.dir / "metrics.csv").exists()                 # created at its first rows
 
 
+def test_a_replaced_table_is_appended_to_in_its_new_file(tmp_path):
+    """The writer keeps a table open for appending; rewriting the table (a resume) closes it, and
+    the next rows go to the new file; close() closes every table."""
+    writer = ResultsWriter(tmp_path, Scenario(TINY).resolve(), [0])
+    rows = [("sgp", 0, r, r, 10, 2, 2, 0, 0, 1, 2) for r in range(4)]
+    writer.add_network(rows[:1])
+    writer.add_network(rows[1:2])
+    writer.write("network.csv", _csv_text(NETWORK_COLUMNS, rows[:1]))
+    writer.add_network(rows[2:])
+    path = writer.dir / "network.csv"
+    assert path.read_text() == _csv_text(NETWORK_COLUMNS, [rows[0], *rows[2:]])
+    writer.close()
+    assert not writer._appending
+
+
 def test_resume_drops_rows_appended_after_the_checkpoint(tmp_path):
     sc = Scenario(TINY).with_overrides(SHORT)
     full = run(sc, seeds=[0, 1], out=tmp_path / "full", quiet=True).dir

@@ -21,7 +21,7 @@ import json
 import os
 import pickle
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, TextIO
 
 import numpy as np
 import yaml
@@ -212,6 +212,7 @@ class ResultsWriter:
             raise ConfigError("name", config["name"], SAFE_NAME_TEXT)
         self.dir = Path(root) / config["name"]
         self._checked: dict[tuple[str, ...], Path] = {}     # names path() has checked
+        self._appending: dict[str, TextIO] = {}             # row tables open for appending
         self.lock = FolderLock(open_folder(self.dir, "results folder"))
         try:
             self._start(config, seeds, overwrite, resume)
@@ -255,8 +256,12 @@ class ResultsWriter:
                 self.path(name).unlink(missing_ok=True)
 
     def close(self) -> None:
-        """Release the folder's lock."""
-        self.lock.release()
+        """Close the row tables and release the folder's lock."""
+        try:
+            for name in list(self._appending):
+                self._appending.pop(name).close()
+        finally:
+            self.lock.release()
 
     def __enter__(self) -> "ResultsWriter":
         return self
@@ -284,6 +289,8 @@ class ResultsWriter:
     def write(self, name: str, data: bytes | str) -> Path:
         """Write ``name`` (a path relative to the results folder) atomically; return its path."""
         path = self.path(*Path(name).parts)
+        if name in self._appending:                 # the table is replaced: append to the new
+            self._appending.pop(name).close()
         atomic_write(path, data)
         return path
 
@@ -306,8 +313,11 @@ class ResultsWriter:
         created atomically (header and rows) at its first rows, then appended to."""
         new = [tuple(_fmt(v) for v in r) for r in new]
         if rows:
-            with self.path(name).open("a") as fh:          # whole lines; closing flushes
-                fh.write(_csv_lines(new))
+            fh = self._appending.get(name)
+            if fh is None:      # kept open: opening and closing cost more than a round's rows
+                fh = self._appending[name] = self.path(name).open("a")
+            fh.write(_csv_lines(new))
+            fh.flush()          # whole lines, in the file before the next round
         else:
             self.write(name, _csv_text(columns, new))
         rows.extend(new)

@@ -6,6 +6,7 @@ the divergence check (:class:`HealthCheck`) and the building of an algorithm as 
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import torch
@@ -52,14 +53,26 @@ class HealthCheck(Callback):
         for what, x in alg.health().items():
             x, rows = x if isinstance(x, tuple) else (x, None)
             flat = x.reshape(x.shape[0], -1)
+            weight = what == "push-sum weight"
+            if all_healthy(flat, weight):           # the usual round: one or two reductions
+                continue
             ok = finite_rows(flat)
-            if what == "push-sum weight":
+            if weight:
                 ok &= (flat > MIN_PUSH_SUM_WEIGHT).all(1)
             if rows is not None:                    # shared rows: client i's is x[rows[i]]
                 ok = ok[rows]
             if not bool(ok.all()):
                 vanished = " or vanished" if what == "push-sum weight" else ""
                 raise Diverged(t + 1, int(torch.nonzero(~ok)[0, 0]), f"{what} non-finite{vanished}")
+
+
+def all_healthy(x: torch.Tensor, weight: bool) -> bool:
+    """Whether every entry of ``x: [N, k]`` is finite (a finite total: see :func:`finite_rows`)
+    and, for push-sum weights (``weight``), above :data:`MIN_PUSH_SUM_WEIGHT`; False may still
+    hold healthy rows (a total that overflows), which the row-by-row check then tells apart."""
+    if x.shape[1] and not math.isfinite(x.sum().item()):
+        return False
+    return not weight or x.min().item() > MIN_PUSH_SUM_WEIGHT       # NaN: False
 
 
 def finite_rows(x: torch.Tensor) -> torch.Tensor:
