@@ -28,9 +28,12 @@ class Snapshots:
 
     def take(self) -> int:
         """A free row (not yet held)."""
-        if not self.free:
+        if not self.free:       # double: the old rows copied once, the new ones zeroed once
             old = len(self.rows)
-            self.rows = torch.cat([self.rows, torch.zeros_like(self.rows)])
+            grown = self.rows.new_empty((2 * old, self.rows.shape[1]))
+            grown[old:].zero_()
+            grown[:old] = self.rows
+            self.rows = grown
             self.refs = np.concatenate([self.refs, np.zeros(old, np.int64)])
             self.free = list(range(2 * old - 1, old - 1, -1))
         return self.free.pop()

@@ -6,8 +6,10 @@ the newest running sum instead of its increase breaks both."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 import algorithms.async_push as async_push
+from algorithms.snapshots import Snapshots
 from async_helpers import SCENARIOS, play, scenario, spread
 
 FROZEN = {"train": {"lr": 0.0, "batch_size": 4, "local_steps": 1}, "schedule.until": 3.0,
@@ -51,3 +53,29 @@ def test_planted_lossy_receiver_is_caught(monkeypatch):
     monkeypatch.setattr(async_push, "inbox_mass", lambda new, used: new)
     error, gap = frozen_run(SCENARIOS["loss"])
     assert error > 1e-2 and gap > 1e-2
+
+
+def test_pushes_in_passes_of_a_few_rows_change_nothing(monkeypatch):
+    """A push group's rows taken a few at a time (act_push and the de-biasing for the gradients,
+    ROWS_PER_PASS) give the same state bit for bit as one pass: the same groups, row by row
+    arithmetic; the snapshot table grows on the way (6 clients, 25 rows at first)."""
+    over = {**SCENARIOS["loss"], "schedule.until": 1.0}
+    whole = play(scenario(over), 1)
+    monkeypatch.setattr(async_push, "ROWS_PER_PASS", 2)
+    passes = play(scenario(over), 1)
+    assert len(whole.snaps.rows) > 25
+    assert whole.net.events.rows == passes.net.events.rows
+    assert torch.equal(whole.mass, passes.mass) and torch.equal(whole.phi, passes.phi)
+
+
+def test_snapshot_table_doubles_keeping_its_rows():
+    """Taking a row when none is free doubles the table: the rows held keep their values, the
+    new ones are zero, and rows are handed out in increasing order (so the numbering, and with
+    it every sum's order, does not depend on the first capacity)."""
+    snaps = Snapshots(3, 4, torch.float64, torch.device("cpu"), zero_row=True)
+    taken = [snaps.take(), snaps.take()]
+    snaps.rows[taken] = torch.arange(8, dtype=torch.float64).view(2, 4) + 1
+    before = snaps.rows.clone()
+    assert [snaps.take(), snaps.take(), snaps.take()] == [3, 4, 5] and taken == [1, 2]
+    assert len(snaps.rows) == 6 and torch.equal(snaps.rows[:3], before)
+    assert not snaps.rows[3:].any()
