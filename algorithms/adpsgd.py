@@ -46,7 +46,7 @@ class ADPSGD(AsyncAlgorithm):
         self.act("grad", (i, k), reads=[("x", i)], writes=[("g", i)])
 
     def act_grad(self, payloads: list[tuple[int, int]]) -> None:
-        self.compute_grads(payloads, lambda idx: self.bank.flat[idx])
+        self.compute_grads(payloads, lambda idx: self.bank.flat.index_select(0, idx))
 
     def finish_step(self, i: int, t: float) -> None:
         out = self.net.out_edges(i)
@@ -74,12 +74,16 @@ class ADPSGD(AsyncAlgorithm):
         self.wake_at(i, t + (t - msg.sent_at))
 
     def act_average(self, payloads: list[tuple[int, int]]) -> None:
+        """Both ends take the average, i less its step (row gathers and copies: the rows of a
+        group are distinct, each action writing both)."""
         i, j = (torch.as_tensor(c, device=self.device) for c in zip(*payloads))
         x = self.bank.flat
-        new_i, new_j = pair_average(x[i], x[j])
-        x[j] = new_j
-        x[i] = new_i - self.train.lr * self.grads[i]
+        new_i, new_j = pair_average(x.index_select(0, i), x.index_select(0, j))
+        x.index_copy_(0, j, new_j)
+        x.index_copy_(0, i, new_i - self.train.lr * self.grads.index_select(0, i))
 
     def act_apply(self, payloads: list[int]) -> None:
         i = torch.as_tensor(payloads, device=self.device)
-        self.bank.flat[i] -= self.train.lr * self.grads[i]
+        x = self.bank.flat
+        x.index_copy_(0, i, x.index_select(0, i).sub_(self.train.lr
+                                                      * self.grads.index_select(0, i)))
