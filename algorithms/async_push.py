@@ -174,29 +174,47 @@ class AsyncPush(AsyncAlgorithm):
 
     def on_mail(self, mail) -> None:
         """What arrived on each in-edge: the newest running sum (largest message id) replaces
-        the one held if newer; every other snapshot referred to is released."""
-        ok = mail.delivered
-        drop = [mail.data[~ok]]
-        if np.count_nonzero(ok):
-            edge, mid, sid = mail.edge[ok], mail.id[ok], mail.data[ok]
-            order = np.lexsort((mid, edge))                 # by edge, then id
-            by_edge = edge[order]
-            top = order[np.append(by_edge[1:] != by_edge[:-1], True)]      # last per edge
-            win = top[mid[top] > self.newest_id[edge[top]]]
-            lose = np.ones(edge.size, bool)
-            lose[win] = False
+        the one held if newer; every other snapshot referred to is released (one message, or
+        one per edge, all delivered: without sorting, the same rows held and freed)."""
+        ok, m = mail.delivered, len(mail.delivered)
+        every = int(np.count_nonzero(ok)) == m
+        if every and m == 1:
+            self._arrived(int(mail.edge[0]), int(mail.id[0]), int(mail.data[0]),
+                          float(mail.sent_at[0]))
+            return
+        drop = [] if every else [mail.data[~ok]]
+        if every or np.count_nonzero(ok):
+            edge, mid, sid, sent = ((mail.edge, mail.id, mail.data, mail.sent_at) if every else
+                                    (mail.edge[ok], mail.id[ok], mail.data[ok], mail.sent_at[ok]))
+            if every and len(set(edge.tolist())) == m:      # one message per edge
+                lose = mid <= self.newest_id[edge]
+                win = np.flatnonzero(~lose)
+            else:
+                order = np.lexsort((mid, edge))                 # by edge, then id
+                by_edge = edge[order]
+                top = order[np.append(by_edge[1:] != by_edge[:-1], True)]  # last per edge
+                win = top[mid[top] > self.newest_id[edge[top]]]
+                lose = np.ones(edge.size, bool)
+                lose[win] = False
             e = edge[win]
             drop += [sid[lose], self.newest[e]]
             self.newest[e], self.newest_id[e] = sid[win], mid[win]
-            self.newest_sent[e] = mail.sent_at[ok][win]
+            self.newest_sent[e] = sent[win]
         self.snaps.release_many(np.concatenate(drop))
 
     def on_message(self, t: float, msg, delivered: bool) -> None:
-        sid = msg.data
-        if delivered and msg.id > self.newest_id[msg.edge]:      # newer than what it holds
-            self.snaps.release(int(self.newest[msg.edge]))
-            self.newest[msg.edge], self.newest_id[msg.edge] = sid, msg.id
-            self.newest_sent[msg.edge] = msg.sent_at
+        if delivered:
+            self._arrived(msg.edge, msg.id, msg.data, msg.sent_at)
+        else:
+            self.snaps.release(msg.data)
+
+    def _arrived(self, edge: int, mid: int, sid: int, sent_at: float) -> None:
+        """Message ``mid`` delivered on ``edge`` with running sum ``sid``: the edge's newest if
+        newer than what it holds (which is released), else released."""
+        if mid > self.newest_id[edge]:
+            self.snaps.release(int(self.newest[edge]))
+            self.newest[edge], self.newest_id[edge] = sid, mid
+            self.newest_sent[edge] = sent_at
         else:
             self.snaps.release(sid)
 
