@@ -34,7 +34,7 @@ from algorithms import register
 from algorithms.async_base import AsyncAlgorithm
 from algorithms.snapshots import Snapshots
 from netsim.sim.async_net import IN_FLIGHT
-from netsim.sim.grouping import Keys
+from netsim.sim.grouping import Keys, One
 
 
 #: rows of the state one pass of :meth:`AsyncPush.act_push` (and of the de-biasing for the
@@ -111,8 +111,10 @@ class AsyncPush(AsyncAlgorithm):
         if fresh.size:
             self.net.events.add_block(float(t), i, "use", e.src[fresh], self.newest_id[fresh])
             self.merged(i, t, self.newest_sent[fresh])
+        # keys: ("i", i) is client i's own state (x_i, w_i, g_i, phi_i: each of its actions
+        # reads and writes it), ("s", row) a snapshot row
         self.act("wake", (i, k, new, old), reads=[Keys("s", np.concatenate([new, old]))],
-                 writes=[("y", i), ("g", i)])
+                 writes=[("i", i)])
         self.snaps.hold_many(new)
         self.snaps.release_many(old)
         self.used[fresh] = new
@@ -147,9 +149,8 @@ class AsyncPush(AsyncAlgorithm):
         else:
             self.snaps.untaken(sid)
             sid = -1
-        writes = [("y", i), ("phi", i)] + ([("s", sid)] if sid >= 0 else [])
-        self.act("push", (i, sid, len(out)), reads=[("g", i), ("y", i), ("phi", i)],
-                 writes=writes)
+        writes = [("i", i)] + ([One("s", sid)] if sid >= 0 else [])
+        self.act("push", (i, sid, len(out)), reads=[("i", i)], writes=writes)
         return out, outcome, ids, sid
 
     def act_push(self, payloads: list[tuple[int, int, int]]) -> None:
