@@ -482,7 +482,7 @@ class Simulator:
     def peers_accepted(self) -> np.ndarray:
         """``[N]``: peers each receiver accepted so far in the budget window (the round, or the
         exchange with ``budget_window = "exchange"``), which its peer budget caps."""
-        return np.bincount(self.edges.dst[self._window_peers], minlength=self.n)
+        return np.bincount(self.edges.dst.compress(self._window_peers), minlength=self.n)
 
     def _account(self, sent, delivered, lost, late, blocked, bytes_sent, latency,
                  staleness) -> None:
@@ -500,7 +500,8 @@ class Simulator:
         """Close the current round's accounting and start the next round; return its row."""
         row = {"round": self.round, "sim_time": self.now, **self._book.row()}
         self.history.append(row)
-        self.peer_history.append(np.bincount(self.edges.dst[self._round_peers], minlength=self.n))
+        self.peer_history.append(np.bincount(self.edges.dst.compress(self._round_peers),
+                                             minlength=self.n))
         self.bytes_history.append(self._round_bytes.copy())
         self.round += 1
         self._book = _RoundBook()
