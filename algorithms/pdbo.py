@@ -54,6 +54,7 @@ from netsim.models.ensemble import EnsembleModel
 from netsim.runtime import ClientBank
 from netsim.runtime.adam import BatchedAdam
 from netsim.runtime.pushsum import PushSum
+from netsim.runtime.scratch import Scratch
 
 @register("pdbo_mtl")
 class PDBOMTL(InnerSGP, Algorithm):
@@ -79,6 +80,7 @@ class PDBOMTL(InnerSGP, Algorithm):
                                             mass=self.net.store.mass)
         self.w = self.push_sum.fresh_weights(self.device)
         self.z = self.push_sum.bias(self.x0, self.w)
+        self._rows = Scratch()                      # the inner steps' [x | lambda] rows
         self.adam = BatchedAdam(self.lam, self.hp.outer_lr, tuple(self.hp.adam_betas))
         self.current = self.bank.flat.clone()
         self.best = BestValidation(self.current, per_client=False)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from algorithms import pdbo_inner
 from algorithms.hgp import expected_push_weights, grad_vjp
 from netsim.runtime.adam import BatchedAdam
 from netsim import run
@@ -50,7 +51,7 @@ def test_inner_and_outer_gradients_are_those_of_the_costs():
     x = alg.x() + 0.01 * torch.randn(alg.x().shape, generator=gen)
     alg.lam = torch.randn(alg.lam.shape, generator=gen)
     xb, yb = alg.data.sample_batch("train", 8, gen)
-    assert torch.equal(alg._inner_grad(x, xb, yb),
+    assert torch.equal(alg._inner_grad(torch.cat([x, alg.lam], 1), xb, yb),
                        torch.func.grad(alg._inner_loss)(x, alg.lam, xb, yb))
     u = torch.randn(x.shape, generator=gen)
     def f(a, b):
@@ -60,6 +61,32 @@ def test_inner_and_outer_gradients_are_those_of_the_costs():
     ref_hvp, ref_mixed = vjp(u)
     torch.testing.assert_close(hvp, ref_hvp, rtol=1e-6, atol=1e-9)
     torch.testing.assert_close(mixed, ref_mixed, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("pass_bytes", [1, 3 << 20])
+def test_the_inner_steps_rows_hold_the_debiased_learners_bit_for_bit(dtype, pass_bytes,
+                                                                      monkeypatch):
+    """The inner steps' ``[x | lambda]`` rows, written in place, hold ``x = z / w`` exactly as
+    ``x()`` gives it (the quotient in float64, rounded once), with push-sum weights off 1, and
+    their local step in place is ``z - (gamma_t mask * g) * kappa`` as whole tensors give it, in
+    passes of one row or of all."""
+    monkeypatch.setattr(pdbo_inner, "X_PASS_BYTES", pass_bytes)
+    alg = build(scenario(PDBO, **{"algorithms.0.state_dtype": dtype,
+                                 "algorithms.0.inner_steps": 3, "algorithms.0.decay_last": [1]}))
+    alg.solve_inner()
+    assert alg.z.dtype == getattr(torch, dtype) and not bool((alg.w == 1).all())
+    rows = torch.full_like(alg.bank.flat, float("nan"))
+    rows[:, alg.dx:] = alg.lam
+    assert torch.equal(alg._x_into(rows), alg.x())
+    assert torch.equal(rows, torch.cat([alg.x(), alg.lam], 1))
+    gen = torch.Generator().manual_seed(3)
+    g = torch.randn(alg.x().shape, generator=gen)
+    coef = 0.05 * (torch.rand(N, 1, generator=gen) < 0.7).float()
+    alg.w[0] = 0.1                                                      # a capped step
+    expected = alg.z - (coef * g) * alg.push_sum.step_scale(alg.w, g.dtype)
+    alg._descend(g, coef)
+    assert torch.equal(alg.z, expected)
 
 
 def test_sgp_inner_solver_reaches_consensus_on_random_directed_links():
@@ -211,8 +238,9 @@ def test_batchnorm_statistics_follow_the_sgp_steps_and_the_outer_cost_uses_them(
     # the step records the batch statistics in its own forward pass: equal to a separate one
     xb, yb = alg.data.sample_batch("train", 8, torch.Generator().manual_seed(0))
     batch: dict = {}
-    g = alg._inner_grad(x, xb, yb, batch)
-    torch.testing.assert_close(g, alg._inner_grad(x, xb, yb))
+    rows = torch.cat([x, alg.lam], 1)
+    g = alg._inner_grad(rows, xb, yb, batch)
+    torch.testing.assert_close(g, alg._inner_grad(rows, xb, yb))
     torch.testing.assert_close(g, torch.func.grad(alg._inner_loss)(x, alg.lam, xb, yb))
     separate: dict = {}
     alg.model.forward(bank.params(torch.cat([x, alg.lam], 1)), xb, stats=separate)
