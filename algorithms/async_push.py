@@ -106,7 +106,7 @@ class AsyncPush(AsyncAlgorithm):
     def start_step(self, i: int, t: float, k: int) -> None:
         e = self.net.edges
         a, b = e.in_ptr[i], e.in_ptr[i + 1]                  # i's in-edges
-        fresh = np.flatnonzero(self.newest[a:b] != self.used[a:b]) + a
+        fresh = (self.newest[a:b] != self.used[a:b]).nonzero()[0] + a
         new, old = self.newest[fresh], self.used[fresh]
         if fresh.size:
             self.net.events.add_block(float(t), i, "use", e.src[fresh], self.newest_id[fresh])
@@ -168,7 +168,7 @@ class AsyncPush(AsyncAlgorithm):
         share /= torch.as_tensor(1.0 + degree, dtype=share.dtype, device=self.device)[:, None]
         self.phi.index_add_(0, idx, share)
         self.mass.index_copy_(0, idx, share)
-        keep = np.flatnonzero(sid >= 0)
+        keep = (sid >= 0).nonzero()[0]
         if keep.size:
             self.snaps.rows.index_copy_(0, torch.as_tensor(sid[keep], device=self.device),
                                         self.phi.index_select(0, idx[torch.as_tensor(keep)]))
@@ -189,7 +189,7 @@ class AsyncPush(AsyncAlgorithm):
                                     (mail.edge[ok], mail.id[ok], mail.data[ok], mail.sent_at[ok]))
             if every and len(set(edge.tolist())) == m:      # one message per edge
                 lose = mid <= self.newest_id[edge]
-                win = np.flatnonzero(~lose)
+                win = (~lose).nonzero()[0]
             else:
                 order = np.lexsort((mid, edge))                 # by edge, then id
                 by_edge = edge[order]
