@@ -36,7 +36,7 @@ round, the round divided by its inner steps and the inner steps alone (``solve_i
 in place); ``pdbo_mtl`` has the default K = 3 learners (an inner step trains three MLPs),
 ``pdbo_mtl_k1`` one (an inner step is an SGP step of floor_sgp's model). DPFL and DiPLe are
 many batched steps per round: their round is also given per GGC decision step (``algorithms.ggc._step``, one batched over the clients still deciding) and per bisection
-iteration (``bisect``'s, one batched over every pair of the round), counted during the timed
+iteration (``bisect``'s, one batched over a block of the round's pairs), counted during the timed
 rounds; no floor is defined for them. Peak memory
 (``VmHWM``) is measured by running each configuration once more in its own process. Accuracy:
 mean test accuracy over clients at the end.
@@ -110,8 +110,8 @@ def scenario(name: str, rounds: int, checkpoint_every: int | None = None) -> dic
 
 
 #: batched steps counted so far: DPFL's GGC decisions (``algorithms.ggc._step``, one batched
-#: over the deciding clients) and DiPLe's bisection iterations (``bisect``'s, batched over every
-#: pair), the units of those algorithms' rows
+#: over the deciding clients) and DiPLe's bisection iterations (``bisect``'s, batched over a
+#: block of pairs: ``algorithms.diple_weights.BISECTION_FLOATS``), the units of those rows
 UNITS = {"dpfl": 0, "diple": 0}
 #: seconds spent in PDBO's inner solves (``InnerSGP.solve_inner``) so far
 INNER = {"seconds": 0.0}

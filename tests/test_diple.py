@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from algorithms import diple_graph
 from algorithms.diple_weights import bisect, bisection_iterations, normalise_rows
 from netsim import Scenario, run
 from netsim.errors import ConfigError
@@ -75,6 +76,25 @@ def test_learned_weight_is_the_exact_minimiser_of_a_quadratic_mixture_loss():
     best = torch.where(best < alg.eps / 2, torch.zeros_like(best), best)
     assert (c2 > 0).all()
     assert (a - best).abs().max() <= alg.eps
+
+
+@pytest.mark.parametrize("search", ["loss", "gradient"])
+def test_learned_weights_do_not_depend_on_the_bisection_blocks(search, monkeypatch):
+    """Each pair's bisection is its own: the coefficients are the same bit for bit whether the
+    pairs share one block or take one block each (``BISECTION_FLOATS``)."""
+    alg = build(TINY, {"model": {"name": "mlp", "hidden": [16]},
+                       "algorithms": [{"name": "diple", "search": search,
+                                       "bisection_batch": 8 if search == "gradient" else None}]})
+    gen = torch.Generator().manual_seed(2)
+    alg.bank.flat.copy_(0.3 * torch.randn(alg.n, alg.bank.d, generator=gen))
+    peers = 0.3 * torch.randn(alg.n, alg.bank.d, generator=gen)
+    owner, peer = torch.tensor([0, 0, 1, 2, 3, 3, 1]), torch.tensor([1, 2, 0, 3, 0, 1, 3])
+    state = alg.gen.get_state()                  # the same fixed batch (gradient) both times
+    one_block = alg.learn_weights(owner, peer, peers)
+    monkeypatch.setattr(diple_graph, "BISECTION_FLOATS", 2 * alg.bank.d)   # a pair per block
+    alg.gen.set_state(state)
+    assert torch.equal(alg.learn_weights(owner, peer, peers), one_block)
+    assert int(((one_block > 0) & (one_block < 1)).sum()) >= 3            # inside (0, 1)
 
 
 # ------------------------------------------------------------------ graph normalisation
