@@ -95,8 +95,8 @@ class GraphLearning:
         reps = 2 if self.hp.search == "loss" else 1    # points per pair and iteration
         for s in range(0, len(owner), block):
             sl = slice(s, s + block)
-            own = self.bank.flat[owner[sl]]
-            diff = models[peer[sl]] - own
+            own = self.bank.flat.index_select(0, owner[sl])       # 2-5x faster than flat[owner]
+            diff = models.index_select(0, peer[sl]) - own
             k = len(own)
             rows = torch.empty(reps * k, self.bank.d, dtype=own.dtype, device=self.device)
             c = owner[sl].repeat(reps)
