@@ -7,6 +7,7 @@ import numpy as np
 
 from netsim import run
 from netsim.running.callbacks import Callback
+from netsim.sim.facade import sorted_union
 from netsim.sim.links_log import links_delivered
 
 from helpers import DIGITS, PDBO, build, scenario, tiny
@@ -51,6 +52,20 @@ def test_report_gathers_the_logged_deliveries_of_the_round():
     alg.compute_phase()
     quiet = alg.net.report(2)                             # played, but exchanged nothing
     assert quiet.played and quiet.links is None
+
+
+def test_sorted_union_is_numpys_unique_of_the_parts():
+    """The union of a round's logged deliveries: sorted distinct keys, as ``np.unique`` gives
+    them, for sorted parts (each exchange's), overlapping, empty or unsorted ones."""
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        parts = [np.sort(rng.choice(400, rng.integers(0, 300), replace=False))
+                 for _ in range(rng.integers(2, 5))]
+        parts.append(rng.integers(0, 400, rng.integers(0, 20)))            # unsorted, repeats
+        got = sorted_union(parts)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, np.unique(np.concatenate(parts)))
+    assert sorted_union([np.empty(0, np.int64)] * 2).size == 0
 
 
 def test_links_log_is_the_union_of_each_rounds_deliveries(tmp_path):

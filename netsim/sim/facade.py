@@ -33,6 +33,15 @@ __all__ = ["ComputeResult", "Delivery", "ExchangeResult", "Network", "RoundRepor
            "step_time_from_flops"]
 
 
+def sorted_union(parts: list[np.ndarray]) -> np.ndarray:
+    """``np.unique(np.concatenate(parts))`` for integer arrays, fastest when each is sorted: a
+    stable sort of their runs (a merge) without the repeats. numpy 2's ``unique`` hashes
+    instead: 1 ms for two exchanges' 10,000 keys, against 0.06 ms."""
+    keys = np.concatenate(parts)
+    keys.sort(kind="stable")
+    return keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if keys.size else keys
+
+
 @dataclass(frozen=True)
 class RoundReport:
     """What one round did, for the run loop's callbacks (``on_report``): what the network
@@ -239,7 +248,7 @@ class Network:
         with whether a phase played and the links its logged exchanges delivered (their union)
         since the last report, which starts the next round's."""
         links = (None if not self._links else self._links[0] if len(self._links) == 1
-                 else np.unique(np.concatenate(self._links)))  # one exchange's: sorted, unique
+                 else sorted_union(self._links))               # one exchange's: sorted, unique
         out = replace(said or RoundReport(), round=t, played=self._played, links=links)
         self._played, self._links = False, []
         return out
