@@ -96,14 +96,21 @@ def test_subset_update_leaves_others_untouched(as_mask):
 
 @pytest.mark.parametrize("rows", [[2, 3, 4, 10, 11], [0, 5, 6, 7, 19]])
 def test_subset_step_by_slices_equals_the_indexed_step(rows, monkeypatch):
-    """A subset in few runs of consecutive rows steps slice by slice; with no runs allowed
-    (``MAX_RUNS = 0``) the same step goes through ``index_add_``: bit for bit the same bank."""
+    """A subset in few runs of consecutive rows steps slice by slice (here with runs of any
+    length: ``MIN_RUN_ROWS = 1``); with no runs allowed (``MAX_RUNS = 0``) the same step goes
+    through ``index_add_``: bit for bit the same bank."""
     bank = _bank("mlp", (6,), n=20, same_init=False)
     x, y = _batch((6,), n=20)
     rows = torch.tensor(rows)
     assert bank_module._runs(rows) is not None
     by_slices, indexed = bank.copy(), bank.copy()
+    monkeypatch.setattr(bank_module, "MIN_RUN_ROWS", 1)
+    sub = torch.Tensor.sub_
+    calls = []
+    monkeypatch.setattr(torch.Tensor, "sub_", lambda t, *a, **k: calls.append(1) or sub(t, *a, **k))
     by_slices.sgd_step(x[rows], y[rows], SGD(lr=0.1), clients=rows)
+    monkeypatch.setattr(torch.Tensor, "sub_", sub)
+    assert len(calls) == len(bank.params()) * len(bank_module._runs(rows))   # a slice per run
     monkeypatch.setattr(bank_module, "MAX_RUNS", 0)
     assert bank_module._runs(rows) is None
     indexed.sgd_step(x[rows], y[rows], SGD(lr=0.1), clients=rows)
