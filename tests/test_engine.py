@@ -124,6 +124,25 @@ def test_compute_without_deadline_waits_for_the_slowest():
     assert res.finished.all() and res.end == pytest.approx(4.0)
 
 
+def test_phases_move_the_clock_by_their_delay_and_leave_no_event():
+    """A phase ends at ``now + delay`` (a SimPy timeout: the earlier of the last node's finish
+    and the deadline) and leaves the SimPy queue empty (what checkpoints rely on)."""
+    sim = make_sim(10, {"compute": {"stragglers": {"clients": [3], "slowdown": 4.0}}})
+    sim.compute(1, 0.1)                                    # node 3 takes 0.4 s
+    now = sim.now
+    assert now == pytest.approx(0.4) and sim.env.peek() == np.inf
+    res = sim.compute(2, 0.15, deadline=now + 0.7)          # node 3 (1.2 s) misses it
+    assert res.end == now + ((now + 0.7) - now) and not res.finished[3]
+    assert sim.env.peek() == np.inf
+    now = sim.now
+    res = sim.compute(2, 0.15, active=np.arange(10) != 3, deadline=now + 5.0)
+    assert res.end == now + float((res.finish_time[res.finished] - now).max())  # the last
+    now = sim.now
+    assert sim.compute(1, 0.1, active=np.zeros(10, bool), deadline=now + 1.0).end == now
+    sim.exchange(~np.eye(10, dtype=bool), 1.0)
+    assert sim.env.peek() == np.inf
+
+
 def test_stragglers_listed_by_index_are_exactly_those():
     sim = make_sim(10, {"compute": {"stragglers": {"clients": [7, 2], "slowdown": 4.0}}})
     res = sim.compute(2, 0.5, deadline=1.5)
