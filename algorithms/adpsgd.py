@@ -25,6 +25,7 @@ import torch
 
 from algorithms import register
 from algorithms.async_base import AsyncAlgorithm
+from netsim.runtime.rows import copy_rows
 from netsim.sim.async_net import IN_FLIGHT
 
 
@@ -79,11 +80,10 @@ class ADPSGD(AsyncAlgorithm):
         i, j = (torch.as_tensor(c, device=self.device) for c in zip(*payloads))
         x = self.bank.flat
         new_i, new_j = pair_average(x.index_select(0, i), x.index_select(0, j))
-        x.index_copy_(0, j, new_j)
-        x.index_copy_(0, i, new_i - self.train.lr * self.grads.index_select(0, i))
+        copy_rows(x, j, new_j)
+        copy_rows(x, i, new_i - self.train.lr * self.grads.index_select(0, i))
 
     def act_apply(self, payloads: list[int]) -> None:
         i = torch.as_tensor(payloads, device=self.device)
         x = self.bank.flat
-        x.index_copy_(0, i, x.index_select(0, i).sub_(self.train.lr
-                                                      * self.grads.index_select(0, i)))
+        copy_rows(x, i, x.index_select(0, i).sub_(self.train.lr * self.grads.index_select(0, i)))

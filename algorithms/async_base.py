@@ -28,6 +28,7 @@ from netsim.data.augment import augments
 from netsim.errors import ConfigError
 from netsim.links.continuous import validate_continuous
 from netsim.runtime.client_streams import ClientStreams
+from netsim.runtime.rows import copy_rows
 from netsim.schema import check_section
 from netsim.schema.params import Params, param, schema
 from netsim.sim.async_net import AsyncNetwork, Message
@@ -171,7 +172,7 @@ class AsyncAlgorithm(Algorithm):
         x, y = self.batches.batch(clients, steps)
         idx = torch.as_tensor(clients, device=self.device)
         _, g = self.bank.grad(x, y, clients=idx, flat=rows(idx))
-        self.grads.index_copy_(0, idx, g)
+        copy_rows(self.grads, idx, g)
 
     # ------------------------------------------------------------------ what the results see
     def merged(self, client: int, t: float, sent_at: float | np.ndarray) -> None:

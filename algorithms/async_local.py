@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from algorithms.async_base import AsyncAlgorithm
+from netsim.runtime.rows import copy_rows
 
 
 def local_sgd(alg: AsyncAlgorithm, payloads: list[tuple[int, int]], x: torch.Tensor,
@@ -20,4 +21,4 @@ def local_sgd(alg: AsyncAlgorithm, payloads: list[tuple[int, int]], x: torch.Ten
         g = alg.grads[idx]
         if rho:
             g = g + rho * (x[idx] - anchor[idx])
-        x[idx] = x[idx] - lr * g
+        copy_rows(x, idx, x[idx] - lr * g)

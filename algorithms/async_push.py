@@ -33,6 +33,7 @@ import torch
 from algorithms import register
 from algorithms.async_base import AsyncAlgorithm
 from algorithms.snapshots import Snapshots
+from netsim.runtime.rows import copy_rows
 from netsim.sim.async_net import IN_FLIGHT
 from netsim.sim.grouping import Keys, One
 
@@ -167,11 +168,11 @@ class AsyncPush(AsyncAlgorithm):
         share[:, :-1] -= self.grads.index_select(0, idx).mul_(self.train.lr)
         share /= torch.as_tensor(1.0 + degree, dtype=share.dtype, device=self.device)[:, None]
         self.phi.index_add_(0, idx, share)
-        self.mass.index_copy_(0, idx, share)
+        copy_rows(self.mass, idx, share)
         keep = (sid >= 0).nonzero()[0]
         if keep.size:
-            self.snaps.rows.index_copy_(0, torch.as_tensor(sid[keep], device=self.device),
-                                        self.phi.index_select(0, idx[torch.as_tensor(keep)]))
+            copy_rows(self.snaps.rows, sid[keep],
+                      self.phi.index_select(0, idx[torch.as_tensor(keep)]))
 
     def on_mail(self, mail) -> None:
         """What arrived on each in-edge: the newest running sum (largest message id) replaces

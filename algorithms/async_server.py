@@ -28,6 +28,7 @@ import torch
 
 from algorithms.async_base import AsyncAlgorithm
 from algorithms.async_local import local_sgd
+from netsim.runtime.rows import copy_rows
 from netsim.sim.async_net import IN_FLIGHT
 
 
@@ -94,14 +95,14 @@ class AsyncServerAlgorithm(AsyncAlgorithm):
 
     def act_restart(self, payloads: list[int]) -> None:
         idx = torch.as_tensor(payloads, device=self.device)
-        self.bank.flat.index_copy_(0, idx, self.base.index_select(0, idx))
+        copy_rows(self.bank.flat, idx, self.base.index_select(0, idx))
 
     def act_receive(self, payloads: list[int]) -> None:
         """The reply arrived: ``b_i = x_i =`` the server model it carries."""
         idx = torch.as_tensor(payloads, device=self.device)
         got = self.inbox.index_select(0, idx)
-        self.base.index_copy_(0, idx, got)
-        self.bank.flat.index_copy_(0, idx, got)
+        copy_rows(self.base, idx, got)
+        copy_rows(self.bank.flat, idx, got)
 
     # ------------------------------------------------------------------ the server
     def on_message(self, t: float, msg, delivered: bool) -> None:
@@ -130,7 +131,7 @@ class AsyncServerAlgorithm(AsyncAlgorithm):
 
     def act_reply(self, payloads: list[int]) -> None:
         idx = torch.as_tensor(payloads, device=self.device)
-        self.inbox[idx] = self.server_model[0]
+        copy_rows(self.inbox, idx, self.server_model[0].expand(len(idx), -1))
 
     def server_receive(self, t: float, i: int, tau: int, msg_id: int) -> None:
         """Fold client i's upload (its ``x_i``, started from version ``tau``) into the server

@@ -31,6 +31,7 @@ import torch
 from algorithms import register
 from algorithms.async_base import AsyncAlgorithm
 from algorithms.async_local import local_sgd
+from netsim.runtime.rows import copy_rows
 from netsim.schema.params import Params, param
 from netsim.sim.async_net import IN_FLIGHT
 from netsim.sim.grouping import Keys
@@ -113,9 +114,9 @@ class GossipLearning(AsyncAlgorithm):
                                 device=dev)
         weights = torch.as_tensor(np.concatenate([p[4] for p in payloads]), dtype=x.dtype,
                                   device=dev)
-        x[idx] = x[idx] * keep[:, None]
+        copy_rows(x, idx, x[idx] * keep[:, None])
         x.index_add_(0, rows, self.snap[slots] * weights[:, None])
-        self.work[idx] = x[idx]
+        copy_rows(self.work, idx, x[idx])
         local_sgd(self, [p[:2] for p in payloads], self.work)
 
     def finish_step(self, i: int, t: float) -> None:
@@ -139,12 +140,11 @@ class GossipLearning(AsyncAlgorithm):
         """``x_k`` <- the update; the message's snapshot of it."""
         i, slot = (np.asarray(c) for c in zip(*payloads))
         idx = torch.as_tensor(i, device=self.device)
-        self.bank.flat.index_copy_(0, idx, self.work.index_select(0, idx))
+        copy_rows(self.bank.flat, idx, self.work.index_select(0, idx))
         sent = slot >= 0
         if sent.any():
-            self.snap.index_copy_(0, torch.as_tensor(slot[sent], device=self.device),
-                                  self.work.index_select(0, torch.as_tensor(i[sent],
-                                                                            device=self.device)))
+            copy_rows(self.snap, slot[sent],
+                      self.work.index_select(0, torch.as_tensor(i[sent], device=self.device)))
 
     def on_message(self, t: float, msg, delivered: bool) -> None:
         slot, age = msg.data

@@ -24,6 +24,7 @@ from algorithms.round_barrier import SynchronousRounds
 from algorithms.snapshots import Snapshots
 from netsim.errors import ConfigError
 from netsim.runtime.mixing import metropolis_weights
+from netsim.runtime.rows import copy_rows
 from netsim.sim.async_net import IN_FLIGHT
 from netsim.sim.grouping import Keys
 
@@ -83,7 +84,7 @@ class SyncDPSGD(SynchronousRounds, AsyncAlgorithm):
                                           check_invariants=False)   # valid by construction
             new = x.index_select(0, idx).mul_(keep[:, None])
             new -= self.grads.index_select(0, idx).mul_(self.train.lr)
-            x.index_copy_(0, idx, self.snaps.add_combination(new, mix))
+            copy_rows(x, idx, self.snaps.add_combination(new, mix))
         self.compute_grads([p[:2] for p in payloads], lambda idx: x.index_select(0, idx))
 
     def finish_step(self, i: int, t: float) -> None:
@@ -102,4 +103,4 @@ class SyncDPSGD(SynchronousRounds, AsyncAlgorithm):
 
     def act_snap(self, payloads: list[tuple[int, int]]) -> None:
         i, sid = (torch.as_tensor(c, device=self.device) for c in zip(*payloads))
-        self.snaps.rows.index_copy_(0, sid, self.bank.flat.index_select(0, i))
+        copy_rows(self.snaps.rows, sid, self.bank.flat.index_select(0, i))

@@ -37,6 +37,7 @@ from netsim.errors import ConfigError
 from netsim.models.base import BatchedModel, Params
 from netsim.util.device import resolve_device
 from netsim.runtime.mixing import Matrix, mix
+from netsim.runtime.rows import copy_rows
 from netsim.runtime.scratch import Scratch
 from netsim.runtime.sgd import SGD
 
@@ -260,7 +261,7 @@ class ClientBank:
             buf = bufs.mul_(momentum).add_(d_p)
         else:
             buf = bufs.index_select(0, idx).mul_(momentum).add_(d_p)
-            bufs.index_copy_(0, idx, buf)
+            copy_rows(bufs, idx, buf)
         return d_p.add_(buf, alpha=momentum) if nesterov else buf
 
     def track_statistics(self, x: Tensor, flat: Tensor | None = None,
@@ -293,7 +294,7 @@ class ClientBank:
             self.running.lerp_(batch, m)
             self.tracked += 1
         else:
-            self.running.index_copy_(0, idx, self.running.index_select(0, idx).lerp_(batch, m))
+            copy_rows(self.running, idx, self.running.index_select(0, idx).lerp_(batch, m))
             self.tracked.index_add_(0, idx, torch.ones_like(idx))
 
     def reset_momentum(self, clients: Clients = None) -> None:
@@ -349,8 +350,10 @@ class ClientBank:
         idx = self._index(clients)
         values = values.to(self.flat)
         runs = _runs(idx) if idx is not None and values.dim() == 1 else None
-        if runs is None:
-            self.flat[slice(None) if idx is None else idx] = values
+        if idx is None:
+            self.flat[:] = values
+        elif runs is None:
+            copy_rows(self.flat, idx, values.expand(len(idx), -1) if values.dim() == 1 else values)
         else:           # one model to few runs of rows: slice copies, ~3x faster than index_put
             for a, b in runs:
                 self.flat[a:b] = values

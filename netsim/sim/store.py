@@ -23,6 +23,7 @@ from torch import Tensor
 
 from netsim.links.edges import Edges
 from netsim.runtime.mixing import mix
+from netsim.runtime.rows import copy_rows
 
 
 @dataclass
@@ -223,14 +224,17 @@ class InFlight:
             parts = [(write, None if mine.all() else torch.as_tensor(np.flatnonzero(mine),
                                                                      device=dev),
                       torch.as_tensor(slot_of[mine], device=dev))
-                     for mine, write in ((~known, "index_copy_"), (known, "index_add_"))
+                     for mine, write in ((~known, "copy"), (known, "add"))
                      if mine.any()]
             for p, s in zip(self.pool, states):
                 coef = torch.as_tensor(share, dtype=s.dtype, device=dev)[:, None]
                 pushed = s.index_select(0, src_t).mul_(coef)
                 for write, which, to in parts:
-                    getattr(p, write)(0, to, pushed if which is None else
-                                      pushed.index_select(0, which))
+                    rows = pushed if which is None else pushed.index_select(0, which)
+                    if write == "copy":
+                        copy_rows(p, to, rows)
+                    else:
+                        p.index_add_(0, to, rows)
         self.keys, self.slots = merged, slots
 
     def _take(self, count: int, states: list[Tensor]) -> np.ndarray:
