@@ -28,6 +28,7 @@ import torch
 from algorithms import register
 from algorithms.fedavg import ServerAveraging, ServerParams
 from netsim.runtime import ClientBank
+from netsim.runtime.rows import copy_rows
 from netsim.schema.params import param
 
 
@@ -69,7 +70,7 @@ class APFL(ServerAveraging):
             w, v = bank.flat[idx], self.v[idx]
             _, g = bank.grad(x, y, clients=idx, flat=a * v + (1 - a) * w)
             bank.sgd_step(x, y, tr.sgd, clients=idx, prox=prox)
-            self.v[idx] = v - tr.lr * a * g
+            copy_rows(self.v, idx, v - tr.lr * a * g)
             if self.hp.adaptive:
                 da = ((v - w) * g).sum(1) + self.hp.alpha_reg * a[:, 0]
                 self.alpha[idx] = (a[:, 0] - self.alpha_lr * da).clamp(0.0, 1.0)

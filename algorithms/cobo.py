@@ -45,6 +45,7 @@ from algorithms.base import Algorithm
 from algorithms.cobo_pairs import PairProtocol, exchange_pairs, relay_pairs
 from algorithms.cobo_weights import pair_probability, project_simplex
 from netsim.errors import ConfigError
+from netsim.runtime.rows import copy_rows
 from netsim.schema.params import Params, param
 from netsim.sim.facade import ExchangeResult, RoundReport
 
@@ -229,9 +230,9 @@ class CoBo(Algorithm):
         _, g = self.bank.grad(x, y, idx, track=True)      # BatchNorm: as a training step would
         beta = self.hp.ema_beta
         m = torch.where(self.stepped[idx, None], beta * self.ema[idx] + (1 - beta) * g, g)
-        self.ema[idx] = m
+        copy_rows(self.ema, idx, m)
         self.stepped[idx] = True
-        self.bank.flat[idx] = self.bank.flat[idx] - self.train.lr * (m + pen)
+        copy_rows(self.bank.flat, idx, self.bank.flat[idx] - self.train.lr * (m + pen))
 
     # ------------------------------------------------------------------ results
     def personal_models(self) -> torch.Tensor:

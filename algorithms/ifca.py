@@ -23,6 +23,7 @@ from algorithms import register
 from algorithms.fedavg import ServerAveraging, ServerParams
 from netsim.errors import ConfigError
 from netsim.runtime import ClientBank
+from netsim.runtime.rows import copy_rows
 from netsim.schema.params import param
 
 
@@ -79,7 +80,7 @@ class IFCA(ServerAveraging):
         if idx.numel():
             self.assign(idx, self.choose(idx))
         own = torch.as_tensor(self.server_index, device=self.device)[idx]
-        self.bank.flat[idx] = self.server_models[own]
+        copy_rows(self.bank.flat, idx, self.server_models[own])
         self.bank.reset_momentum(idx)
         start = self.bank.flat.clone()
         self.local_sgd(self.bank, self.train.local_steps,
