@@ -5,14 +5,19 @@ import numpy as np
 import pytest
 import torch
 
+from netsim.runtime import rows
 from netsim.runtime.rows import copy_rows
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bfloat16])
 @pytest.mark.parametrize("k", [1, 5, 40])
-def test_copy_rows_is_index_copy(dtype, k):
-    """The same bits as index_copy_ (-0.0, NaN and inf included), with a tensor or numpy index;
-    bfloat16, which numpy has not, through index_copy_ itself."""
+@pytest.mark.parametrize("limit", [rows.NUMPY_MAX_BYTES, 0])
+def test_copy_rows_is_index_copy(dtype, k, limit, monkeypatch):
+    """The same bits as index_copy_ (-0.0, NaN and inf included), with a tensor or numpy index,
+    below and above the size numpy takes at several threads; bfloat16, which numpy has not,
+    through index_copy_ itself."""
+    monkeypatch.setattr(rows, "NUMPY_MAX_BYTES", limit)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     gen = torch.Generator().manual_seed(k)
     dst = (torch.randn(50, 33, generator=gen) * 100).to(dtype)
     src = (torch.randn(k, 33, generator=gen) * 100).to(dtype)
