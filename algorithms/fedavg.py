@@ -43,7 +43,7 @@ class ServerAveraging(Algorithm):
         super().__init__(ctx)
         self.bank = self.new_bank()
         self.server_index = self.groups()
-        self.group_of = torch.as_tensor(self.server_index, device=self.device)
+        self.group_of = torch.tensor(self.server_index, device=self.device)   # a copy
         k = int(self.server_index.max()) + 1
         self.onehot = torch.zeros(k, self.n, device=self.device)
         self.onehot[torch.as_tensor(self.server_index), torch.arange(self.n)] = 1.0

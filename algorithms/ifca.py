@@ -79,8 +79,7 @@ class IFCA(ServerAveraging):
         idx = self.index(received, self.device)
         if idx.numel():
             self.assign(idx, self.choose(idx))
-        own = torch.as_tensor(self.server_index, device=self.device)[idx]
-        copy_rows(self.bank.flat, idx, self.server_models[own])
+        copy_rows(self.bank.flat, idx, self.server_models[self.group_of[idx]])
         self.bank.reset_momentum(idx)
         start = self.bank.flat.clone()
         self.local_sgd(self.bank, self.train.local_steps,
@@ -109,8 +108,10 @@ class IFCA(ServerAveraging):
         return torch.stack(losses, 1).argmin(1)
 
     def assign(self, idx: torch.Tensor, cluster: torch.Tensor) -> None:
-        """Move the listed clients to their chosen clusters (one-hot rows of the server)."""
+        """Move the listed clients to their chosen clusters: the choices ``server_index``, the
+        index ``group_of`` of their personal models (a copy on every device) and the one-hot
+        rows of the server."""
         self.server_index[idx.cpu().numpy()] = cluster.cpu().numpy()
+        self.group_of = torch.tensor(self.server_index, device=self.device)
         self.onehot.zero_()
-        self.onehot[torch.as_tensor(self.server_index, device=self.device),
-                    torch.arange(self.n, device=self.device)] = 1.0
+        self.onehot[self.group_of, torch.arange(self.n, device=self.device)] = 1.0

@@ -11,6 +11,8 @@ from algorithms.fed_clustering import threshold_clustering
 from netsim import Scenario, run
 from netsim.analysis.graphs import edges, oracle_matrix
 from netsim.errors import ConfigError
+from netsim.running.checkpoint import dump_algorithm, load_algorithm
+from netsim.running.loop import build_algorithm
 from helpers import DIGITS, QUAD, build, play, quad_truth
 
 LR = 0.1
@@ -65,6 +67,25 @@ def test_ifca_centres_start_apart_and_identical_centres_collapse_to_the_first():
     zero = build(quad({"name": "ifca"}))                         # the mean model starts at 0
     play(zero, range(1))
     assert (zero.server_index == 0).all()
+
+
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
+def test_ifca_personal_models_follow_every_new_choice_also_after_a_resume(device):
+    """The personal model of client i is centre ``j_i`` of its latest choice. Its index used to
+    alias the numpy choices only where torch shared their memory (CPU, before a checkpoint):
+    on CUDA, and on the CPU after a resume, every client kept centre 0."""
+    raw = Scenario(DIGITS).with_overrides({"algorithms": ["ifca"]}).raw
+    first = build_algorithm(Scenario(raw), 0, device=device)
+    play(first, range(2))
+    alg = build_algorithm(Scenario(raw), 0, device=device)
+    load_algorithm(alg, dump_algorithm(first))                  # what a resumed run holds
+    for a in (first, alg):
+        choice = torch.tensor([2, 0, 1, 2, 1, 0])
+        a.assign(torch.arange(6, device=a.device), choice)
+        assert torch.equal(a.personal_models(), a.server_models[choice.to(a.device)])
+        play(a, range(2, 4))
+        assert torch.equal(a.personal_models(),
+                           a.server_models[torch.as_tensor(a.server_index, device=a.device)])
 
 
 # ------------------------------------------------------------------ Federated Clustering
