@@ -81,7 +81,7 @@ def test_auto_backend_is_a_fixed_rule():
     assert auto_backend("cpu") == "loop"
     assert build_model("lenet5", (1, 28, 28), 10, "classification", device="cpu").backend == "loop"
     if torch.cuda.is_available():
-        assert auto_backend("cuda") == "vmap"
+        assert auto_backend("cuda") == "grouped"
 
 
 def test_init_independent_reproducible_and_bounded():

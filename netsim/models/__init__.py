@@ -24,7 +24,7 @@ __all__ = ["MODELS", "BACKENDS", "BatchedModel", "SequentialModel", "build_model
 
 def auto_backend(device: str | torch.device) -> str:
     """The backend ``auto`` picks for convolutions on ``device``."""
-    return "vmap" if resolve_device(device).type == "cuda" else "loop"
+    return "grouped" if resolve_device(device).type == "cuda" else "loop"
 
 
 def build_model(spec: dict | str, input_shape: tuple, num_classes: int, task: str,

@@ -21,7 +21,7 @@ MODELS = Registry("model")
 
 BACKENDS = ("auto", "loop", "vmap", "grouped")
 _BACKEND = Field("str", "auto", choices=BACKENDS,
-                 doc="how convolutions batch over clients; auto = vmap on CUDA, loop on CPU")
+                 doc="how convolutions batch over clients; auto = grouped on CUDA, loop on CPU")
 _WIDTH = Field("float", 1.0, lo=1e-3, doc="channel width multiplier (1 = the paper's model)")
 
 
