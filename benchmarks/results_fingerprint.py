@@ -12,8 +12,11 @@ tests/test_paper_scenarios.py does) is run once; the fingerprint is its summary.
 wall-clock fields. ``--compare`` prints every value that differs and exits 1 if any does.
 
 ``--store`` fingerprints :data:`SUITE` with one torch thread and writes it, with the environment
-it ran in, to tests/fingerprint.json, which tests/test_fingerprint.py checks bit for bit in that
-same environment: run it in the commit that changes numbers on purpose, and say which moved.
+it ran in (``netsim._version.environment``: versions, CPU kernel level and the BLAS signature), to
+tests/fingerprint.json, which tests/test_fingerprint.py checks bit for bit in that same
+environment: run it in the commit that changes numbers on purpose, and say which moved. It
+replaces every stored machine's entry; ``--add-machine`` adds (or replaces) only this machine's,
+for a machine whose BLAS rounds differently, where the code's numbers have not changed.
 """
 from __future__ import annotations
 
@@ -113,11 +116,32 @@ def fingerprint(rounds: int, only: str | None = None, paths: tuple[str, ...] | N
 
 
 def suite_fingerprint() -> dict:
-    """What tests/fingerprint.json stores: the environment and :data:`SUITE`'s fingerprints."""
+    """One machine's entry of tests/fingerprint.json: the environment and :data:`SUITE`'s
+    fingerprints (2 rounds, :data:`STORED_THREADS` threads)."""
     from netsim._version import environment
 
-    return {"environment": environment(), "threads": STORED_THREADS, "rounds": 2,
+    return {"environment": environment(),
             "scenarios": fingerprint(2, paths=SUITE, threads=STORED_THREADS)}
+
+
+def store(add: bool) -> None:
+    """Write this machine's :func:`suite_fingerprint` to :data:`STORED`: alone, or (``add``)
+    beside the other machines' entries, replacing one stored in the same environment."""
+    entry = suite_fingerprint()
+    machines = json.loads(STORED.read_text())["machines"] if add and STORED.exists() else []
+    machines = [m for m in machines if m["environment"] != entry["environment"]] + [entry]
+    STORED.write_text(json.dumps({"rounds": 2, "threads": STORED_THREADS, "machines": machines},
+                                 indent=1, sort_keys=True) + "\n")
+
+
+def stored_for(here: dict) -> tuple[dict | None, list[dict]]:
+    """The stored entry made in environment ``here`` (every key it recorded but netsim's
+    version equal; the one that recorded the most keys), and every stored environment."""
+    machines = json.loads(STORED.read_text())["machines"]
+    same = [m for m in machines if all(here.get(k) == v for k, v in m["environment"].items()
+                                       if k != "netsim")]
+    best = max(same, key=lambda m: len(m["environment"]), default=None)
+    return best, [m["environment"] for m in machines]
 
 
 def compare(a: dict, b: dict, path: str = "") -> list[str]:
@@ -135,12 +159,14 @@ def main() -> int:
     p.add_argument("files", nargs="*")
     p.add_argument("--compare", action="store_true")
     p.add_argument("--store", action="store_true", help=f"write {STORED.relative_to(ROOT)}")
+    p.add_argument("--add-machine", action="store_true",
+                   help=f"add this machine's entry to {STORED.relative_to(ROOT)}")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--threads", type=int, help="torch threads (default: netsim's)")
     p.add_argument("--only", help="scenarios whose path contains this")
     args = p.parse_args()
-    if args.store:
-        STORED.write_text(json.dumps(suite_fingerprint(), indent=1, sort_keys=True) + "\n")
+    if args.store or args.add_machine:
+        store(add=args.add_machine)
         return 0
     if len(args.files) != (2 if args.compare else 1):
         p.error("give one output file, or two fingerprints with --compare")

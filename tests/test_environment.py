@@ -46,5 +46,5 @@ def test_the_installed_versions_are_the_locked_ones():
 
 def test_the_environment_names_what_the_numbers_depend_on():
     env = environment()
-    assert {"netsim", "python", "cpu_capability", *NUMERIC_PACKAGES} == set(env)
+    assert {"netsim", "python", "cpu_capability", "blas", *NUMERIC_PACKAGES} == set(env)
     assert _public(env["torch"]) == locked()["torch"]
