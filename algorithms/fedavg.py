@@ -43,18 +43,23 @@ class ServerAveraging(Algorithm):
         super().__init__(ctx)
         self.bank = self.new_bank()
         self.server_index = self.groups()
-        self.group_of = torch.tensor(self.server_index, device=self.device)   # a copy
-        k = int(self.server_index.max()) + 1
-        self.onehot = torch.zeros(k, self.n, device=self.device)
-        self.onehot[torch.as_tensor(self.server_index), torch.arange(self.n)] = 1.0
+        self.onehot = torch.zeros(int(self.server_index.max()) + 1, self.n, device=self.device)
+        self.regroup()
         sizes = self.data.n["train"].to(self.device, torch.float32)
         self.weight = sizes if self.hp.weighting == "data" else torch.ones_like(sizes)
-        self.server_models = self.bank.flat[:1].repeat(k, 1).clone()
+        self.server_models = self.bank.flat[:1].repeat(len(self.onehot), 1).clone()
         self.m = max(1, int(round(self.hp.participation * self.n)))
 
     def groups(self) -> np.ndarray:
         """Group id of each client; one server model per group."""
         return np.zeros(self.n, int)
+
+    def regroup(self) -> None:
+        """From ``server_index``: ``group_of``, each client's server model (a copy on the device,
+        so rebuilt after every change of ``server_index``), and the server's one-hot rows."""
+        self.group_of = torch.tensor(self.server_index, device=self.device)
+        self.onehot.zero_()
+        self.onehot[self.group_of, torch.arange(self.n, device=self.device)] = 1.0
 
     def prox(self) -> tuple[float, torch.Tensor] | None:
         """FedProx's proximal anchor; None for plain FedAvg."""

@@ -108,10 +108,7 @@ class IFCA(ServerAveraging):
         return torch.stack(losses, 1).argmin(1)
 
     def assign(self, idx: torch.Tensor, cluster: torch.Tensor) -> None:
-        """Move the listed clients to their chosen clusters: the choices ``server_index``, the
-        index ``group_of`` of their personal models (a copy on every device) and the one-hot
-        rows of the server."""
+        """Move the listed clients to their chosen clusters (``server_index``, then
+        :meth:`regroup`)."""
         self.server_index[idx.cpu().numpy()] = cluster.cpu().numpy()
-        self.group_of = torch.tensor(self.server_index, device=self.device)
-        self.onehot.zero_()
-        self.onehot[self.group_of, torch.arange(self.n, device=self.device)] = 1.0
+        self.regroup()
